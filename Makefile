@@ -1,0 +1,45 @@
+# Tessera: `make run` indexes the example corpus through Dagster; `make test` runs the suite.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PYTHONPATH := $(CURDIR)
+
+.PHONY: setup run test lint typecheck bench dev clean ocr
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	# torch first, pinned to the CPU wheel on disk; a looser spec pulls a CUDA build.
+	$(BIN)/pip install --disable-pip-version-check -q "torch==2.13.0"
+	$(BIN)/pip install --disable-pip-version-check -q -e ".[dev]"
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m pipelines.main --config examples/tessera.yaml
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check tessera
+
+typecheck: $(STAMP)
+	$(BIN)/mypy tessera
+
+test: $(STAMP) lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run_all
+
+dev: $(STAMP)
+	@mkdir -p .tessera/dagster
+	DAGSTER_HOME=$(CURDIR)/.tessera/dagster $(BIN)/python -c "import pipelines.main as m; m.instance_home()"
+	DAGSTER_HOME=$(CURDIR)/.tessera/dagster $(BIN)/dagster dev -w workspace.yaml
+
+clean:
+	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache

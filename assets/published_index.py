@@ -1,0 +1,20 @@
+from typing import Any
+
+from dagster import AssetExecutionContext, Output, asset
+
+from assets.partitions import counts, manifest, tenant_partitions
+from resources.runs import TenantRunResource
+from tessera.run import publish_step
+
+
+@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"})
+def published_index(
+    context: AssetExecutionContext, tenant_run: TenantRunResource, chunk_embeddings: dict[str, Any]
+) -> Output[dict[str, Any]]:
+    """The tenant's LanceDB table: changed documents reconciled in one tagged commit.
+
+    Staged rows are checked first; nothing changed means no new table version.
+    """
+    rc = tenant_run.from_manifest(chunk_embeddings, context.run_id)
+    summary = publish_step(rc)
+    return Output(manifest(summary, rc.tenant, chunk_embeddings["workspace_id"]), metadata=counts(summary))

@@ -1,0 +1,20 @@
+from typing import Any
+
+from dagster import AssetExecutionContext, Output, asset
+
+from assets.partitions import counts, manifest, tenant_partitions
+from resources.runs import TenantRunResource
+from tessera.run import list_step
+
+
+@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"python"})
+def source_listing(context: AssetExecutionContext, tenant_run: TenantRunResource) -> Output[dict[str, Any]]:
+    """The tenant's documents with revisions and ACLs, diffed against the live index.
+
+    A failed or unprovable listing raises here, before anything downstream can delete.
+    """
+    rc = tenant_run.context_for(context.partition_key, context.run_id)
+    summary = list_step(rc)
+    return Output(manifest(summary, rc.tenant, rc.workspace_id or rc.run_id), metadata=counts(summary))
+
+

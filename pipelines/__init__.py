@@ -1,0 +1,1 @@
+"""Dagster wiring: Definitions, jobs, sensors. Loaded by workspace.yaml."""

@@ -1,0 +1,248 @@
+"""Structural chunking: heading sections, packed blocks, then token windows.
+
+1. The document is cut at headings into sections; each carries its heading path
+   (breadcrumb), prepended to ``embedding_text`` as ``"A > B > C\\n\\n"``.
+2. A section's blocks are packed greedily up to ``target_tokens``.
+3. A block that does not fit ``max_tokens`` alone is split: a fence by lines, each part
+   repeating the fence's opening line as context (flag ``fence_split``); a table by rows,
+   each part repeating the header rows (flag ``table_split``); prose by token windows with
+   ``overlap_tokens`` of overlap (flag ``windowed``). Nothing is ever truncated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tessera.chunking.base import ChunkContext
+from tessera.chunking.identity import chunk_id, section_id
+from tessera.chunking.windows import token_windows, trim
+from tessera.errors import ChunkingError
+from tessera.types import Block, Chunk, ParsedDocument, SourceDocument
+
+
+@dataclass(frozen=True)
+class Section:
+    start: int
+    end: int
+    path: tuple[str, ...]
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Piece:
+    start: int
+    end: int
+    section: Section
+    kind: str
+    context: str = ""
+    flags: tuple[str, ...] = ()
+
+
+def slugify(title: str) -> str:
+    slug = re.sub(r"[^\w\- ]", "", title.lower()).strip().replace(" ", "-")
+    return slug or "section"
+
+
+def sections(parsed: ParsedDocument) -> list[Section]:
+    text = parsed.text
+    heads = [b for b in parsed.blocks if b.kind == "heading"]
+    out: list[Section] = []
+    if not heads or heads[0].start > 0:
+        out.append(Section(0, heads[0].start if heads else len(text), (), ""))
+    stack: list[tuple[int, str]] = []
+    seen: dict[str, int] = {}
+    for k, h in enumerate(heads):
+        while stack and stack[-1][0] >= h.level:
+            stack.pop()
+        stack.append((h.level, h.title))
+        slug = slugify(h.title)
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        end = heads[k + 1].start if k + 1 < len(heads) else len(text)
+        out.append(Section(h.start, end, tuple(t for _, t in stack), slug if n == 0 else f"{slug}-{n}"))
+    return [s for s in out if s.start < s.end]
+
+
+def _units(parsed: ParsedDocument, sec: Section) -> list[tuple[int, int, Block | None]]:
+    inner = [b for b in parsed.blocks if sec.start <= b.start < sec.end and b.kind != "heading"]
+    starts = [b.start for b in inner]
+    by_start = {b.start: b for b in inner}
+    if starts and sec.path and parsed.text[sec.start : starts[0]].count("\n") <= 2:
+        by_start[sec.start] = by_start.pop(starts[0])  # keep a heading line with its first block
+        starts[0] = sec.start
+    bounds = sorted({sec.start, *starts})
+    return [
+        (s, bounds[k + 1] if k + 1 < len(bounds) else sec.end, by_start.get(s)) for k, s in enumerate(bounds)
+    ]
+
+
+def _kind(block: Block | None) -> str:
+    if block is None:
+        return "text"
+    return {"fence": "code", "code": "code", "table": "table"}.get(block.kind, "text")
+
+
+class StructuralChunker:
+    name = "structural"
+    version = "structural/1"
+
+    def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
+        pieces: list[Piece] = []
+        for sec in sections(parsed):
+            pieces.extend(self._section(parsed, sec, ctx))
+        return build_chunks(doc, parsed, ctx, pieces, self.version)
+
+    def _section(self, parsed: ParsedDocument, sec: Section, ctx: ChunkContext) -> list[Piece]:
+        text, cfg = parsed.text, ctx.config
+        crumb = " > ".join(sec.path)
+        out: list[Piece] = []
+        cur: tuple[int, int, set[str]] | None = None
+
+        def flush() -> None:
+            nonlocal cur
+            if cur is not None:
+                s, e = trim(text, cur[0], cur[1])
+                if s < e:
+                    kinds = cur[2]
+                    out.append(Piece(s, e, sec, kinds.pop() if len(kinds) == 1 else "text"))
+                cur = None
+
+        for s, e, block in _units(parsed, sec):
+            kind = _kind(block)
+            if cur is not None:
+                n = ctx.tokens(render(crumb, "", text[cur[0] : e].strip()))
+                if n <= cfg.target_tokens:
+                    cur = (cur[0], e, cur[2] | {kind})
+                    continue
+                flush()
+            if ctx.fits(render(crumb, "", text[s:e].strip())):
+                cur = (s, e, {kind})
+            else:
+                out.extend(self._split(text, s, e, block, sec, ctx))
+        flush()
+        return out
+
+    def _split(
+        self, text: str, s: int, e: int, block: Block | None, sec: Section, ctx: ChunkContext
+    ) -> list[Piece]:
+        crumb = " > ".join(sec.path)
+        if block is not None and block.kind in ("fence", "table"):
+            first_line_end = text.find("\n", block.start) + 1 or block.end
+            header_end = first_line_end
+            if block.kind == "table":
+                header_end = text.find("\n", first_line_end) + 1 or block.end
+            context = text[block.start : header_end].rstrip("\n")
+            flag = "fence_split" if block.kind == "fence" else "table_split"
+            return _pack_lines(text, s, e, header_end, context, crumb, sec, _kind(block), flag, ctx)
+        size = min(ctx.config.target_tokens, ctx.config.max_tokens - ctx.tokens(render(crumb, "", "")))
+        spans = token_windows(
+            text, s, e, ctx, size, ctx.config.overlap_tokens, lambda t: render(crumb, "", t)
+        )
+        return [Piece(a, b, sec, "text", flags=("windowed",)) for a, b in spans]
+
+
+def render(crumb: str, context: str, body: str) -> str:
+    """The embedding text: breadcrumb, optional repeated context, then the chunk text."""
+    head = f"{crumb}\n\n" if crumb else ""
+    ctx_line = f"{context}\n" if context else ""
+    return f"{head}{ctx_line}{body}"
+
+
+def _pack_lines(
+    text: str,
+    s: int,
+    e: int,
+    header_end: int,
+    context: str,
+    crumb: str,
+    sec: Section,
+    kind: str,
+    flag: str,
+    ctx: ChunkContext,
+) -> list[Piece]:
+    """Greedy line packing; parts after the header repeat ``context`` in their embedding."""
+    lines: list[tuple[int, int]] = []
+    pos = s
+    while pos < e:
+        nl = text.find("\n", pos, e)
+        end = e if nl < 0 else nl + 1
+        lines.append((pos, end))
+        pos = end
+    out: list[Piece] = []
+    cur_start: int | None = None
+    cur_end = s
+
+    def ctx_for(start: int) -> str:
+        return "" if start < header_end else context
+
+    def emit(a: int, b: int) -> None:
+        ta, tb = trim(text, a, b)
+        if ta < tb:
+            out.append(Piece(ta, tb, sec, kind, ctx_for(ta), (flag,)))
+
+    for a, b in lines:
+        if cur_start is not None:
+            body = text[cur_start:b].strip()
+            if body and ctx.tokens(render(crumb, ctx_for(cur_start), body)) <= ctx.config.target_tokens:
+                cur_end = b
+                continue
+            emit(cur_start, cur_end)
+            cur_start = None
+        line = text[a:b].strip()
+        if not line or ctx.fits(render(crumb, ctx_for(a), line)):
+            cur_start, cur_end = a, b
+            continue
+        r: Callable[[str], str] = lambda t, a=a: render(crumb, ctx_for(a), t)  # noqa: E731
+        size = ctx.config.max_tokens - ctx.tokens(r(""))
+        for wa, wb in token_windows(text, a, b, ctx, size, 0, r):
+            out.append(Piece(wa, wb, sec, kind, ctx_for(a), (flag, "line_split")))
+    if cur_start is not None:
+        emit(cur_start, cur_end)
+    return out
+
+
+def build_chunks(
+    doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext, pieces: list[Piece], version: str
+) -> list[Chunk]:
+    text, cfg_hash = parsed.text, ctx.config_hash
+    unclosed = [b for b in parsed.blocks if b.kind == "fence" and b.title == "unclosed"]
+    ids = [chunk_id(doc.tenant, doc.doc_id, doc.revision, p.start, p.end, cfg_hash, ctx.model_hash) for p in pieces]
+    chunks: list[Chunk] = []
+    for k, p in enumerate(pieces):
+        body = text[p.start : p.end]
+        emb = render(" > ".join(p.section.path), p.context, body)
+        n = ctx.tokens(emb)
+        if n > ctx.config.max_tokens:
+            raise ChunkingError(f"{doc.doc_id}[{p.start}:{p.end}] has {n} tokens > {ctx.config.max_tokens}")
+        flags = p.flags + (("unclosed_fence",) if any(b.start < p.end and p.start < b.end for b in unclosed) else ())
+        b0, b1 = parsed.offsets.span(text, p.start, p.end)
+        chunks.append(
+            Chunk(
+                id=ids[k],
+                tenant=doc.tenant,
+                doc_id=doc.doc_id,
+                revision=doc.revision,
+                start=p.start,
+                end=p.end,
+                text=body,
+                embedding_text=emb,
+                byte_start=b0,
+                byte_end=b1,
+                heading_path=p.section.path,
+                anchor=p.section.anchor,
+                position=k,
+                parent_id=section_id(doc.tenant, doc.doc_id, doc.revision, p.section.start, p.section.end, cfg_hash),
+                prev_id=ids[k - 1] if k > 0 else "",
+                next_id=ids[k + 1] if k + 1 < len(ids) else "",
+                token_count=n,
+                kind=p.kind,
+                flags=flags,
+                chunking_config_hash=cfg_hash,
+                chunker_version=version,
+                parser_version=parsed.parser_version,
+                tokenizer_version=ctx.counter.version,
+            )
+        )
+    return chunks

@@ -1,0 +1,153 @@
+"""The ``tessera`` command: run, search, versions, restore, config check.
+
+Exit codes: 0 success, 1 a Tessera error (message on stderr), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+
+from tessera.config import TesseraConfig, load_config
+from tessera.embedding.base import Embedder
+from tessera.errors import TesseraError
+from tessera.search import SearchHit, principal_from_config, search
+
+
+def make_embedder(cfg: TesseraConfig, fake: bool) -> Embedder:
+    if fake:
+        from tessera.embedding.fake import HashEmbedder
+
+        return HashEmbedder()
+    from tessera.embedding.sentence import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(cfg.embedding)
+
+
+def print_hits(hits: Sequence[SearchHit]) -> None:
+    if not hits:
+        print("no results")
+    for n, h in enumerate(hits, 1):
+        crumb = " > ".join(h.heading_path) or "(top)"
+        snippet = " ".join(h.text.split())[:160]
+        print(f"{n}. {h.score:.3f}  {h.doc_id}#{h.anchor}  [{crumb}]  bytes {h.byte_start}-{h.byte_end}")
+        print(f"   {snippet}")
+        print(f"   id {h.chunk_id}")
+
+
+def _parse_time(value: str) -> datetime:
+    dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.run import RunContext, run_tenant
+
+    embedder = make_embedder(cfg, args.fake_embedder)
+    run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    for tenant in args.tenant or sorted(cfg.tenants):
+        summary = run_tenant(RunContext(cfg, tenant, run_id, embedder))
+        print(json.dumps({"tenant": tenant, **summary}, default=str))
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    embedder = make_embedder(cfg, args.fake_embedder)
+    principal = principal_from_config(cfg, args.tenant, args.user)
+    as_of = _parse_time(args.as_of) if args.as_of else None
+    hits = search(cfg.store.uri, embedder, principal, args.query, k=args.k, as_of=as_of,
+                  model_version=args.model_version)
+    if args.json:
+        print(json.dumps([asdict(h) for h in hits], indent=2, ensure_ascii=False))
+    else:
+        print_hits(hits)
+    return 0
+
+
+def _index(args: argparse.Namespace, cfg: TesseraConfig):  # type: ignore[no-untyped-def]
+    from tessera.store.db import connect
+    from tessera.store.index import TenantIndex
+
+    cfg.tenant(args.tenant)
+    ident = make_embedder(cfg, args.fake_embedder).identity
+    return TenantIndex(connect(cfg.store.uri), args.tenant, ident.key, ident.dimension)
+
+
+def _cmd_versions(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    index = _index(args, cfg)
+    pubs = index.publications()
+    if args.json:
+        print(json.dumps(pubs, indent=2))
+        return 0
+    print(f"{'version':>7}  {'kind':8} {'rows':>6} {'ins':>5} {'upd':>5} {'del':>5}  {'published':20} run")
+    for p in pubs:
+        when = datetime.fromtimestamp(p["published_at_us"] / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        print(f"{p['table_version']:>7}  {p['kind']:8} {p['rows']:>6} {p['inserted']:>5} {p['updated']:>5} "
+              f"{p['deleted']:>5}  {when:20} {p['run_id']}")
+    return 0
+
+
+def _cmd_restore(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    index = _index(args, cfg)
+    result = index.restore(args.version, args.run_id or f"restore-{uuid.uuid4().hex[:8]}")
+    print(f"restored version {args.version} of {index.name} as version {result.version} ({result.tag})")
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    print(f"{cfg.path}: ok, tenants {sorted(cfg.tenants)}, store {cfg.store.uri}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tessera", description="Tessera: a provenance-exact RAG index.")
+    p.add_argument("--config", default=os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"))
+    p.add_argument("--fake-embedder", action="store_true", default=os.environ.get("TESSERA_FAKE_EMBEDDER") == "1",
+                   help="use the deterministic hash embedder instead of the model")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="index tenants without Dagster (the Dagster job is `make run`)")
+    r.add_argument("--tenant", action="append")
+    r.add_argument("--run-id")
+    r.set_defaults(func=_cmd_run)
+    s = sub.add_parser("search", help="search as a user; filters apply before ranking")
+    s.add_argument("--tenant", required=True)
+    s.add_argument("--user", required=True)
+    s.add_argument("--k", type=int, default=5)
+    s.add_argument("--as-of", help="ISO-8601 time for effective dates (default: now)")
+    s.add_argument("--model-version", help="refuse to answer unless the index uses this model version")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("query")
+    s.set_defaults(func=_cmd_search)
+    v = sub.add_parser("versions", help="list a tenant's publications")
+    v.add_argument("--tenant", required=True)
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=_cmd_versions)
+    rs = sub.add_parser("restore", help="republish an earlier table version as a new version")
+    rs.add_argument("--tenant", required=True)
+    rs.add_argument("--version", type=int, required=True)
+    rs.add_argument("--run-id")
+    rs.set_defaults(func=_cmd_restore)
+    c = sub.add_parser("config", help="validate the configuration file")
+    c.set_defaults(func=_cmd_config)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(args.config)
+        code: int = args.func(args, cfg)
+        return code
+    except TesseraError as e:
+        print(f"tessera: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

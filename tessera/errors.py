@@ -1,0 +1,60 @@
+"""Typed errors. Every failure the pipeline can report has its own class."""
+
+from __future__ import annotations
+
+
+class TesseraError(Exception):
+    """Base class of every error Tessera raises on purpose."""
+
+
+class ConfigError(TesseraError):
+    """The configuration file or an argument is invalid; the message names the key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"{key}: {message}")
+
+
+class SourceError(TesseraError):
+    """A source listing failed or could not be proven complete. Nothing is deleted."""
+
+
+class DocumentError(TesseraError):
+    """One document could not be read or parsed; it is quarantined, its old chunks kept."""
+
+    def __init__(self, doc_id: str, reason: str, message: str) -> None:
+        self.doc_id = doc_id
+        self.reason = reason
+        super().__init__(f"{doc_id}: {reason}: {message}")
+
+
+class ChunkingError(TesseraError):
+    """A chunker could not honour its contract (budget, offsets)."""
+
+
+class EmbeddingError(TesseraError):
+    """Embedding failed after its retries, or produced invalid vectors."""
+
+
+class TransientEmbeddingError(EmbeddingError):
+    """A failure worth retrying (timeouts, overload)."""
+
+
+class PermanentEmbeddingError(EmbeddingError):
+    """A failure that retrying cannot fix (bad input, auth); never retried."""
+
+
+class ModelIdentityError(TesseraError):
+    """Weights do not match the configured hash, or a query uses another model version."""
+
+
+class PublishError(TesseraError):
+    """Staging, checks or the commit failed; the previous version stays current."""
+
+
+class TenantLockedError(PublishError):
+    """Another run holds this tenant's writer lock."""
+
+
+class AccessDenied(TesseraError):
+    """The principal may not see the requested item. Rendered as 'not found' to callers."""

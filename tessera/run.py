@@ -1,0 +1,305 @@
+"""One tenant run as plain Python: list -> plan -> parse -> chunk -> embed -> stage/check -> publish.
+
+Each step reads and writes a run workspace (``{work_dir}/{tenant}/{run_id}``) and returns a
+small JSON-able summary, so Dagster assets pass manifests, never payloads. ``run_tenant``
+chains the steps for the CLI and the tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from tessera.checks import check_offsets, check_published, check_rows
+from tessera.chunking.base import ChunkContext
+from tessera.chunking.registry import get_chunker
+from tessera.chunking.tokens import TokenCounter, load_counter
+from tessera.config import TesseraConfig
+from tessera.embedding.base import Embedder
+from tessera.embedding.batching import EmbedStats, RetryPolicy
+from tessera.embedding.cache import EmbeddingCache, embed_with_cache
+from tessera.embedding.model_files import model_dir
+from tessera.errors import DocumentError, PublishError
+from tessera.parsing.base import get_parser
+from tessera.serde import (
+    chunk_from_json,
+    chunk_to_json,
+    doc_from_json,
+    doc_to_json,
+    parsed_from_json,
+    parsed_to_json,
+)
+from tessera.sources.base import SourceConnector
+from tessera.sources.folder import FolderConnector
+from tessera.store.blobs import BlobStore
+from tessera.store.db import connect
+from tessera.store.index import TenantIndex
+from tessera.store.lock import tenant_lock
+from tessera.store.schema import build_rows
+from tessera.types import SourceDocument
+
+
+@dataclass
+class RunContext:
+    """Everything one tenant run needs; build it once per run."""
+
+    config: TesseraConfig
+    tenant: str
+    run_id: str
+    embedder: Embedder
+    connector: SourceConnector | None = None
+    counter: TokenCounter | None = None
+    workspace_id: str = ""
+    sleep: Callable[[float], None] = time.sleep
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.config.tenant(self.tenant)  # validates
+        if self.connector is None:
+            t = self.config.tenant(self.tenant)
+            self.connector = FolderConnector(self.tenant, t.source.path, t.default_access)
+        if self.counter is None:
+            self.counter = load_counter(model_dir(self.config.embedding))
+
+    @property
+    def workspace(self) -> Path:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.workspace_id or self.run_id)
+        return self.config.store.work_dir / self.tenant / safe
+
+    @cached_property
+    def db(self) -> Any:
+        return connect(self.config.store.uri)
+
+    @cached_property
+    def index(self) -> TenantIndex:
+        ident = self.embedder.identity
+        return TenantIndex(self.db, self.tenant, ident.key, ident.dimension)
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        return BlobStore(self.config.store.uri)
+
+    @cached_property
+    def chunk_context(self) -> ChunkContext:
+        assert self.counter is not None
+        return ChunkContext(
+            config=self.config.chunking,
+            counter=self.counter,
+            model_hash=self.embedder.identity.hash,
+            document_prefix=self.embedder.identity.document_prefix,
+        )
+
+    def write(self, name: str, data: Any) -> None:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        tmp = self.workspace / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(self.workspace / name)
+
+    def read(self, name: str) -> Any:
+        path = self.workspace / name
+        if not path.exists():
+            raise PublishError(f"{path} is missing: run the upstream step first")
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _doc_file(doc_id: str) -> str:
+    return hashlib.sha256(doc_id.encode()).hexdigest()[:32] + ".json"
+
+
+def list_step(rc: RunContext) -> dict[str, Any]:
+    """Enumerate the source, diff it against what is live, and store changed raw bytes."""
+    assert rc.connector is not None
+    listing = rc.connector.list()
+    live = rc.index.manifest()
+    cfg_hash = rc.chunk_context.config_hash
+    changed, meta_only = [], []
+    for doc in listing.documents:
+        state = live.get(doc.doc_id)
+        if state is None or state.revision != doc.revision or state.config_hash != cfg_hash:
+            changed.append(doc.doc_id)
+        elif state.meta_hash != doc.meta_hash:
+            meta_only.append(doc.doc_id)
+    listed = {d.doc_id for d in listing.documents}
+    removed = sorted(set(live) - listed)
+    by_id = {d.doc_id: d for d in listing.documents}
+    for doc_id in changed + meta_only:
+        rc.blobs.put(rc.tenant, rc.connector.read(by_id[doc_id]))
+    summary = {
+        "tenant": rc.tenant,
+        "workspace_id": rc.workspace_id or rc.run_id,
+        "verdict": listing.verdict.value,
+        "proof": listing.proof,
+        "documents": len(listing.documents),
+        "changed": len(changed),
+        "meta_only": len(meta_only),
+        "removed": len(removed),
+        "unchanged": len(listing.documents) - len(changed) - len(meta_only),
+    }
+    rc.write(
+        "listing.json",
+        {
+            "summary": summary,
+            "documents": [doc_to_json(d) for d in listing.documents],
+            "to_parse": changed + meta_only,
+            "meta_only": meta_only,
+            "removed": removed,
+        },
+    )
+    return summary
+
+
+def _listing(rc: RunContext) -> tuple[dict[str, Any], dict[str, SourceDocument]]:
+    data = rc.read("listing.json")
+    return data, {d["doc_id"]: doc_from_json(d) for d in data["documents"]}
+
+
+def parse_step(rc: RunContext) -> dict[str, Any]:
+    """Parse changed documents; a failing document is quarantined (its old rows stay)."""
+    data, docs = _listing(rc)
+    out_dir = rc.workspace / "parsed"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    parsed, quarantined, warnings = [], [], {}
+    for doc_id in data["to_parse"]:
+        doc = docs[doc_id]
+        try:
+            raw = rc.blobs.get(rc.tenant, doc.revision)
+            result = get_parser(doc.content_type).parse(doc, raw)
+        except DocumentError as e:
+            quarantined.append({"doc_id": doc_id, "reason": e.reason, "message": str(e)})
+            continue
+        except Exception as e:  # a parser bug quarantines the document, it never deletes it
+            quarantined.append({"doc_id": doc_id, "reason": "parser_crash", "message": repr(e)})
+            continue
+        (out_dir / _doc_file(doc_id)).write_text(json.dumps(parsed_to_json(result)), encoding="utf-8")
+        parsed.append(doc_id)
+        if result.warnings:
+            warnings[doc_id] = list(result.warnings)
+    report = {"parsed": parsed, "quarantined": quarantined, "warnings": warnings}
+    rc.write("parse_report.json", report)
+    return {"parsed": len(parsed), "quarantined": len(quarantined), "warnings": sum(map(len, warnings.values()))}
+
+
+def chunk_step(rc: RunContext) -> dict[str, Any]:
+    _, docs = _listing(rc)
+    report = rc.read("parse_report.json")
+    chunker = get_chunker(rc.config.chunking.strategy)
+    lines: list[str] = []
+    tokens: list[int] = []
+    flags: dict[str, int] = {}
+    for doc_id in report["parsed"]:
+        parsed = parsed_from_json(json.loads((rc.workspace / "parsed" / _doc_file(doc_id)).read_text("utf-8")))
+        for c in chunker.chunk(docs[doc_id], parsed, rc.chunk_context):
+            lines.append(json.dumps(chunk_to_json(c), ensure_ascii=False))
+            tokens.append(c.token_count)
+            for f in c.flags:
+                flags[f] = flags.get(f, 0) + 1
+    (rc.workspace / "chunks.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    return {
+        "chunks": len(lines),
+        "max_tokens": max(tokens, default=0),
+        "mean_tokens": round(float(np.mean(tokens)), 1) if tokens else 0.0,
+        "flags": flags,
+        "strategy": rc.config.chunking.strategy,
+        "config_hash": rc.chunk_context.config_hash[:16],
+    }
+
+
+def _chunks(rc: RunContext) -> list[Any]:
+    text = (rc.workspace / "chunks.jsonl").read_text("utf-8")
+    return [chunk_from_json(json.loads(line)) for line in text.splitlines() if line]
+
+
+def embed_step(rc: RunContext) -> dict[str, Any]:
+    """Vectors for every staged chunk: cache hits reused, misses embedded in retried batches."""
+    chunks = _chunks(rc)
+    cfg = rc.config.embedding
+    cache = EmbeddingCache(rc.db, rc.tenant, rc.embedder.identity)
+    stats = EmbedStats()
+    policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
+    vectors, stats = embed_with_cache(
+        rc.embedder, cache, [c.embedding_text for c in chunks], cfg.batch_size, policy, stats, rc.sleep
+    )
+    np.save(rc.workspace / "vectors.npy", vectors)
+    summary = asdict(stats)
+    summary.pop("failures")
+    summary["model_version"] = rc.embedder.identity.key
+    return summary
+
+
+def publish_step(rc: RunContext) -> dict[str, Any]:
+    """Stage rows, check them, then reconcile the changed documents in one commit."""
+    data, docs = _listing(rc)
+    report = rc.read("parse_report.json")
+    chunks = _chunks(rc)
+    vectors = np.load(rc.workspace / "vectors.npy")
+    ident = rc.embedder.identity
+    rows = build_rows(chunks, docs, vectors, ident.key, rc.run_id, ident.dimension)
+    problems = check_rows(rows, rc.tenant, ident.dimension)
+    problems += check_offsets(rows.select(["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages"])
+                              .to_pylist()[:50], rc.blobs)
+    if problems:
+        raise PublishError(f"staged rows failed checks: {problems[:5]}")
+    quarantined = {q["doc_id"] for q in report["quarantined"]}
+    with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
+        live = rc.index.manifest()
+        scope = (set(data["to_parse"]) - quarantined) | set(data["removed"])
+        # Re-check under the lock: drop documents another run already brought up to date.
+        cfg_hash = rc.chunk_context.config_hash
+        for doc_id in list(scope):
+            doc, state = docs.get(doc_id), live.get(doc_id)
+            if doc is None and state is None:
+                scope.discard(doc_id)
+            elif doc is not None and state is not None and (state.revision, state.meta_hash, state.config_hash) == (
+                doc.revision, doc.meta_hash, cfg_hash
+            ):
+                scope.discard(doc_id)
+        keep = [i for i, d in enumerate(rows.column("doc_id").to_pylist()) if d in scope]
+        result = rc.index.publish(rows.take(pa.array(keep, pa.int64())), scope, rc.run_id, cfg_hash)
+    summary = {
+        **asdict(result),
+        "docs_changed": len(scope - set(data["removed"])),
+        "docs_removed": len(set(data["removed"]) & scope),
+        "quarantined": sorted(quarantined),
+        "table": rc.index.name,
+    }
+    rc.write("publish.json", summary)
+    for heavy in ("parsed", "chunks.jsonl", "vectors.npy"):
+        path = rc.workspace / heavy
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    return summary
+
+
+def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[str, int]]:
+    """Checks on the live table against this run's listing (the asset check calls this)."""
+    _, docs = _listing(rc)
+    table = rc.index.table()
+    if table is None:
+        return ([] if not docs else ["no published table"]), {"rows": 0}
+    report = rc.read("parse_report.json")
+    quarantined = {q["doc_id"] for q in report["quarantined"]}
+    return check_published(table, rc.tenant, rc.embedder.identity.dimension, docs, quarantined, rc.blobs,
+                           sample_size)
+
+
+def run_tenant(rc: RunContext) -> dict[str, Any]:
+    """All steps in order; the first failure stops the run before anything is published."""
+    return {
+        "listing": list_step(rc),
+        "parse": parse_step(rc),
+        "chunk": chunk_step(rc),
+        "embed": embed_step(rc),
+        "publish": publish_step(rc),
+    }

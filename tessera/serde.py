@@ -1,0 +1,66 @@
+"""JSON round-trips for the types that are staged between pipeline steps."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from tessera.offsets import OffsetMap
+from tessera.types import Block, Chunk, PageSpan, ParsedDocument, SourceDocument
+
+_DATES = ("effective_from", "effective_to", "modified_at")
+
+
+def doc_to_json(doc: SourceDocument) -> dict[str, Any]:
+    data = asdict(doc)
+    for k in _DATES:
+        data[k] = getattr(doc, k).isoformat()
+    data["readers"], data["groups"] = list(doc.readers), list(doc.groups)
+    return data
+
+
+def doc_from_json(data: dict[str, Any]) -> SourceDocument:
+    values = dict(data)
+    for k in _DATES:
+        values[k] = datetime.fromisoformat(values[k])
+    values["readers"], values["groups"] = tuple(values["readers"]), tuple(values["groups"])
+    return SourceDocument(**values)
+
+
+def parsed_to_json(p: ParsedDocument) -> dict[str, Any]:
+    return {
+        "doc_id": p.doc_id,
+        "text": p.text,
+        "blocks": [asdict(b) for b in p.blocks],
+        "offsets": p.offsets.to_json(),
+        "parser": p.parser,
+        "parser_version": p.parser_version,
+        "warnings": list(p.warnings),
+    }
+
+
+def parsed_from_json(data: dict[str, Any]) -> ParsedDocument:
+    return ParsedDocument(
+        doc_id=data["doc_id"],
+        text=data["text"],
+        blocks=tuple(Block(**b) for b in data["blocks"]),
+        offsets=OffsetMap.from_json(data["offsets"]),
+        parser=data["parser"],
+        parser_version=data["parser_version"],
+        warnings=tuple(data["warnings"]),
+    )
+
+
+def chunk_to_json(c: Chunk) -> dict[str, Any]:
+    data = asdict(c)
+    data["pages"] = [{"page": p.page, "bbox": list(p.bbox)} for p in c.pages]
+    return data
+
+
+def chunk_from_json(data: dict[str, Any]) -> Chunk:
+    values = dict(data)
+    values["heading_path"] = tuple(values["heading_path"])
+    values["flags"] = tuple(values["flags"])
+    values["pages"] = tuple(PageSpan(p["page"], tuple(p["bbox"])) for p in values["pages"])
+    return Chunk(**values)

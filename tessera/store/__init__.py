@@ -1,0 +1,1 @@
+"""LanceDB storage: per-tenant chunk tables, publications, source blobs, locks."""

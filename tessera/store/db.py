@@ -1,0 +1,61 @@
+"""Connections, table names and SQL literal escaping."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import lancedb
+
+from tessera.config import validate_tenant_id
+
+
+@lru_cache(maxsize=16)
+def connect(uri: str) -> Any:
+    return lancedb.connect(uri)
+
+
+def chunks_table_name(tenant: str, model_key: str) -> str:
+    return f"chunks__{validate_tenant_id(tenant)}__{model_key}"
+
+
+def cache_table_name(tenant: str, model_key: str) -> str:
+    return f"embed_cache__{validate_tenant_id(tenant)}__{model_key}"
+
+
+def publications_table_name(tenant: str) -> str:
+    return f"publications__{validate_tenant_id(tenant)}"
+
+
+def open_table(db: Any, name: str) -> Any | None:
+    """The table, or None when it does not exist (any other failure propagates)."""
+    try:
+        return db.open_table(name)
+    except ValueError as e:
+        if "was not found" in str(e):
+            return None
+        raise
+
+
+def list_tables(db: Any) -> list[str]:
+    names: list[str] = []
+    token = None
+    while True:
+        resp = db.list_tables(page_token=token) if token else db.list_tables()
+        names.extend(resp.tables)
+        token = resp.page_token
+        if not token:
+            return names
+
+
+def sql_str(value: str) -> str:
+    """A SQL string literal with quotes escaped; control characters are refused."""
+    if re.search(r"[\x00-\x1f]", value):
+        raise ValueError("control characters are not allowed in filter values")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def tag_for_run(run_id: str) -> str:
+    """Lance tags allow alphanumerics, '.', '-' and '_'."""
+    return "run-" + re.sub(r"[^A-Za-z0-9._-]", "_", run_id)

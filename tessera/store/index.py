@@ -1,0 +1,180 @@
+"""A tenant's published index: one LanceDB table per tenant and model version.
+
+Publishing reconciles the changed documents in ONE ``merge_insert`` commit: conditional
+update of changed rows, insert of new rows, and delete of stale rows scoped to the changed
+or removed doc ids. Nothing changed means nothing committed. Each commit is tagged with its
+run id and logged in the tenant's ``publications__{tenant}`` table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from tessera.errors import PublishError
+from tessera.store.db import chunks_table_name, open_table, publications_table_name, sql_str, tag_for_run
+from tessera.store.schema import chunk_schema
+
+
+@dataclass(frozen=True)
+class DocState:
+    revision: str
+    meta_hash: str
+    config_hash: str
+    chunks: int
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    committed: bool
+    version: int | None
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    docs_changed: int = 0
+    docs_removed: int = 0
+    tag: str = ""
+
+
+_PUB_SCHEMA = pa.schema(
+    [
+        pa.field("tenant", pa.string(), nullable=False),
+        pa.field("model_version", pa.string(), nullable=False),
+        pa.field("table_version", pa.int64(), nullable=False),
+        pa.field("kind", pa.string()),
+        pa.field("tag", pa.string()),
+        pa.field("run_id", pa.string()),
+        pa.field("inserted", pa.int64()),
+        pa.field("updated", pa.int64()),
+        pa.field("deleted", pa.int64()),
+        pa.field("docs_changed", pa.int64()),
+        pa.field("docs_removed", pa.int64()),
+        pa.field("rows", pa.int64()),
+        pa.field("config_hash", pa.string()),
+        pa.field("published_at_us", pa.int64()),
+    ]
+)
+
+
+def _in_list(values: list[str]) -> str:
+    return ", ".join(sql_str(v) for v in values)
+
+
+class TenantIndex:
+    def __init__(self, db: Any, tenant: str, model_key: str, dimension: int) -> None:
+        self.db = db
+        self.tenant = tenant
+        self.model_key = model_key
+        self.dimension = dimension
+        self.name = chunks_table_name(tenant, model_key)
+        self.schema = chunk_schema(dimension)
+
+    def table(self) -> Any | None:
+        return open_table(self.db, self.name)
+
+    def ensure(self) -> Any:
+        table = self.table()
+        if table is None:
+            table = self.db.create_table(self.name, schema=self.schema)
+            table.set_unenforced_primary_key("id")
+        elif table.schema.field("vector").type != self.schema.field("vector").type:
+            raise PublishError(f"{self.name} holds vectors of another dimension; refusing to mix models")
+        return table
+
+    def version(self) -> int | None:
+        table = self.table()
+        return None if table is None else int(table.version)
+
+    def manifest(self) -> dict[str, DocState]:
+        """What is live, per document, read from the table itself (the source of truth)."""
+        table = self.table()
+        if table is None:
+            return {}
+        cols = ["doc_id", "revision", "meta_hash", "chunking_config_hash"]
+        data = table.search().select(cols).limit(None).to_arrow()
+        states: dict[str, DocState] = {}
+        for doc_id, rev, meta, cfg in zip(*(data.column(c).to_pylist() for c in cols), strict=True):
+            prev = states.get(doc_id)
+            states[doc_id] = DocState(rev, meta, cfg, (prev.chunks if prev else 0) + 1)
+        return states
+
+    def publish(self, rows: pa.Table, scope: set[str], run_id: str, config_hash: str) -> PublishResult:
+        """Replace the rows of the documents in ``scope`` by ``rows``, in one commit."""
+        if not scope:
+            return PublishResult(committed=False, version=self.version())
+        if rows.num_rows and set(rows.column("doc_id").to_pylist()) - scope:
+            raise PublishError("staged rows contain documents outside the publish scope")
+        table = self.ensure()
+        where = f"doc_id IN ({_in_list(sorted(scope))})"
+        try:
+            if rows.num_rows == 0:
+                before = int(table.count_rows(where))
+                table.delete(where)
+                inserted = updated = 0
+                deleted = before
+            else:
+                res = (
+                    table.merge_insert("id")
+                    .when_matched_update_all(
+                        where="target.checksum != source.checksum OR target.meta_hash != source.meta_hash"
+                    )
+                    .when_not_matched_insert_all()
+                    .when_not_matched_by_source_delete(where)
+                    .execute(rows.cast(self.schema))
+                )
+                inserted, updated, deleted = res.num_inserted_rows, res.num_updated_rows, res.num_deleted_rows
+        except Exception as e:
+            raise PublishError(f"commit to {self.name} failed: {e}") from e
+        version = int(table.version)
+        tag = tag_for_run(run_id)
+        table.tags.create(tag, version)
+        result = PublishResult(True, version, inserted, updated, deleted, tag=tag)
+        self._log("publish", result, run_id, config_hash, int(table.count_rows()))
+        return result
+
+    def restore(self, version: int, run_id: str) -> PublishResult:
+        """Make an earlier version current again, as a new version (history is kept)."""
+        table = self.table()
+        if table is None:
+            raise PublishError(f"tenant {self.tenant!r} has no index for model {self.model_key}")
+        known = {int(v["version"]) for v in table.list_versions()}
+        if version not in known:
+            raise PublishError(f"version {version} does not exist; known: {sorted(known)}")
+        table.restore(version)
+        new_version = int(table.version)
+        tag = tag_for_run(run_id)
+        table.tags.create(tag, new_version)
+        result = PublishResult(True, new_version, tag=tag)
+        self._log("restore", result, run_id, f"restore-of-{version}", int(table.count_rows()))
+        return result
+
+    def _log(self, kind: str, r: PublishResult, run_id: str, config_hash: str, rows: int) -> None:
+        entry = asdict(r)
+        record = pa.table(
+            {
+                "tenant": [self.tenant], "model_version": [self.model_key], "table_version": [r.version],
+                "kind": [kind], "tag": [r.tag], "run_id": [run_id], "inserted": [entry["inserted"]],
+                "updated": [entry["updated"]], "deleted": [entry["deleted"]],
+                "docs_changed": [entry["docs_changed"]], "docs_removed": [entry["docs_removed"]],
+                "rows": [rows], "config_hash": [config_hash], "published_at_us": [int(time.time() * 1e6)],
+            },
+            schema=_PUB_SCHEMA,
+        )
+        name = publications_table_name(self.tenant)
+        table = open_table(self.db, name)
+        if table is None:
+            self.db.create_table(name, data=record, schema=_PUB_SCHEMA)
+        else:
+            table.add(record)
+
+    def publications(self) -> list[dict[str, Any]]:
+        table = open_table(self.db, publications_table_name(self.tenant))
+        if table is None:
+            return []
+        rows: list[dict[str, Any]] = table.to_arrow().to_pylist()
+        return sorted(
+            (r for r in rows if r["model_version"] == self.model_key), key=lambda r: r["table_version"]
+        )

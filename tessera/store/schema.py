@@ -1,0 +1,107 @@
+"""The published chunk table's Arrow schema and row building."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from tessera.embedding.base import Vectors
+from tessera.types import Chunk, SourceDocument
+
+_PAGE = pa.struct(
+    [
+        pa.field("page", pa.int32()),
+        pa.field("x0", pa.float64()),
+        pa.field("y0", pa.float64()),
+        pa.field("x1", pa.float64()),
+        pa.field("y1", pa.float64()),
+    ]
+)
+
+
+def chunk_schema(dimension: int) -> pa.Schema:
+    s, i64, i32, strs = pa.string(), pa.int64(), pa.int32(), pa.list_(pa.string())
+    fields = [
+        pa.field("id", s, nullable=False),
+        pa.field("tenant", s, nullable=False),
+        pa.field("doc_id", s, nullable=False),
+        pa.field("uri", s),
+        pa.field("revision", s, nullable=False),
+        pa.field("content_type", s),
+        pa.field("start", i64),
+        pa.field("end", i64),
+        pa.field("byte_start", i64),
+        pa.field("byte_end", i64),
+        pa.field("text", s),
+        pa.field("embedding_text", s),
+        pa.field("heading_path", strs),
+        pa.field("anchor", s),
+        pa.field("position", i32),
+        pa.field("parent_id", s),
+        pa.field("prev_id", s),
+        pa.field("next_id", s),
+        pa.field("token_count", i32),
+        pa.field("kind", s),
+        pa.field("flags", strs),
+        pa.field("pages", pa.list_(_PAGE)),
+        pa.field("checksum", s, nullable=False),
+        pa.field("meta_hash", s, nullable=False),
+        pa.field("readers", strs),
+        pa.field("groups", strs),
+        pa.field("effective_from_us", i64),
+        pa.field("effective_to_us", i64),
+        pa.field("modified_at_us", i64),
+        pa.field("chunking_config_hash", s),
+        pa.field("chunker_version", s),
+        pa.field("parser_version", s),
+        pa.field("tokenizer_version", s),
+        pa.field("model_version", s),
+        pa.field("run_id", s),
+        pa.field("vector", pa.list_(pa.float32(), dimension)),
+    ]
+    return pa.schema(fields)
+
+
+def micros(dt: datetime) -> int:
+    return int(dt.timestamp() * 1_000_000)
+
+
+def build_rows(
+    chunks: Sequence[Chunk],
+    docs: dict[str, SourceDocument],
+    vectors: Vectors,
+    model_version: str,
+    run_id: str,
+    dimension: int,
+) -> pa.Table:
+    """Join chunks with their document metadata and vectors into a table of ``chunk_schema``."""
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    rows: list[dict[str, Any]] = []
+    for c in chunks:
+        d = docs[c.doc_id]
+        rows.append(
+            {
+                "id": c.id, "tenant": c.tenant, "doc_id": c.doc_id, "uri": d.uri, "revision": c.revision,
+                "content_type": d.content_type, "start": c.start, "end": c.end,
+                "byte_start": c.byte_start, "byte_end": c.byte_end, "text": c.text,
+                "embedding_text": c.embedding_text, "heading_path": list(c.heading_path), "anchor": c.anchor,
+                "position": c.position, "parent_id": c.parent_id, "prev_id": c.prev_id, "next_id": c.next_id,
+                "token_count": c.token_count, "kind": c.kind, "flags": list(c.flags),
+                "pages": [{"page": p.page, "x0": p.bbox[0], "y0": p.bbox[1], "x1": p.bbox[2], "y1": p.bbox[3]}
+                          for p in c.pages],
+                "checksum": c.checksum, "meta_hash": d.meta_hash, "readers": list(d.readers),
+                "groups": list(d.groups), "effective_from_us": micros(d.effective_from),
+                "effective_to_us": micros(d.effective_to), "modified_at_us": micros(d.modified_at),
+                "chunking_config_hash": c.chunking_config_hash, "chunker_version": c.chunker_version,
+                "parser_version": c.parser_version, "tokenizer_version": c.tokenizer_version,
+                "model_version": model_version, "run_id": run_id,
+            }
+        )
+    schema = chunk_schema(dimension)
+    table = pa.Table.from_pylist(rows, schema=schema.remove(schema.get_field_index("vector")))
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
+    return table.append_column(schema.field("vector"), vec)

@@ -1,0 +1,148 @@
+"""Core data types shared by every stage.
+
+Offsets are half-open ``[start, end)`` indexes into ``ParsedDocument.text`` (the normalized
+text, Python ``str`` code points). Source coordinates are byte ranges into the raw source
+bytes for text formats, or page + bbox for PDF (``PageSpan``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tessera.offsets import OffsetMap
+
+NEVER = datetime(9999, 12, 31, tzinfo=UTC)
+ALWAYS = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_hash(value: Any) -> str:
+    """sha256 of canonical JSON (sorted keys, no whitespace)."""
+    return sha256_hex(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """One document of a tenant's listing.
+
+    ``revision`` is the sha256 of the raw bytes; parsing never changes it. ``meta_hash``
+    covers everything filterable (ACL, dates), so an ACL-only change is detected without
+    touching the text.
+    """
+
+    tenant: str
+    doc_id: str
+    uri: str
+    revision: str
+    content_type: str
+    readers: tuple[str, ...]
+    groups: tuple[str, ...]
+    effective_from: datetime = ALWAYS
+    effective_to: datetime = NEVER
+    modified_at: datetime = ALWAYS
+    size: int = 0
+
+    @property
+    def meta_hash(self) -> str:
+        return canonical_hash(
+            {
+                "readers": list(self.readers),
+                "groups": list(self.groups),
+                "effective_from": self.effective_from.isoformat(),
+                "effective_to": self.effective_to.isoformat(),
+                "uri": self.uri,
+                "content_type": self.content_type,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Block:
+    """A structural block of the normalized text (heading, paragraph, fence, table, ...)."""
+
+    kind: str
+    start: int
+    end: int
+    level: int = 0
+    info: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class PageSpan:
+    """Where a chunk lies on one PDF page: 1-based page and union bbox (x0, y0, x1, y1)."""
+
+    page: int
+    bbox: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """Normalized text plus structure plus the map back to source coordinates."""
+
+    doc_id: str
+    text: str
+    blocks: tuple[Block, ...]
+    offsets: OffsetMap
+    parser: str
+    parser_version: str
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable unit of a document.
+
+    Offset contract: ``parsed.text[start:end] == text`` (half-open, code points of the
+    normalized text), and ``source_bytes[byte_start:byte_end]`` is the exact slice of the
+    raw source the chunk came from (``offsets.span(start, end)``). For PDF ``pages`` carries
+    the page numbers and union bboxes instead of a meaningful byte range.
+
+    ``embedding_text`` is what the model sees (breadcrumb or context + text); ``token_count``
+    is measured on it with the model's own tokenizer, special tokens included, and never
+    exceeds the model's ``max_seq_length``. ``text`` is kept apart for citation.
+
+    ``id`` is deterministic: sha256 over tenant, doc id, revision, range, chunking config
+    hash and model identity hash (see ``tessera.chunking.identity``); identical text at two
+    offsets keeps two ids. ``parent_id`` names the enclosing heading section; ``prev_id`` /
+    ``next_id`` the neighbours in document order.
+    """
+
+    id: str
+    tenant: str
+    doc_id: str
+    revision: str
+    start: int
+    end: int
+    text: str
+    embedding_text: str
+    byte_start: int
+    byte_end: int
+    heading_path: tuple[str, ...]
+    anchor: str
+    position: int
+    parent_id: str
+    prev_id: str
+    next_id: str
+    token_count: int
+    kind: str
+    flags: tuple[str, ...]
+    chunking_config_hash: str
+    chunker_version: str
+    parser_version: str
+    tokenizer_version: str
+    pages: tuple[PageSpan, ...] = field(default=())
+
+    @property
+    def checksum(self) -> str:
+        """sha256 over the text, the embedding text and the offsets."""
+        return canonical_hash([self.text, self.embedding_text, self.start, self.end])
