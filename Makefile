@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check tessera
 
 typecheck: $(STAMP)
-	$(BIN)/mypy tessera
+	$(BIN)/mypy tessera assets resources pipelines bench
 
 test: $(STAMP) lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -1,7 +1,7 @@
 """Thin asset definitions: each calls one core step and attaches metadata."""
 
-from assets.chunk_embeddings import chunk_embeddings
 from assets.checks import published_index_integrity
+from assets.chunk_embeddings import chunk_embeddings
 from assets.document_chunks import document_chunks
 from assets.parsed_documents import parsed_documents
 from assets.partitions import tenant_partitions

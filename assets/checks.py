@@ -1,11 +1,22 @@
+import warnings
 from typing import Any
 
-from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, asset_check
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    PreviewWarning,
+    asset_check,
+)
 
 from assets.partitions import tenant_partitions
 from assets.published_index import published_index
 from resources.runs import TenantRunResource
 from tessera.run import verify_step
+
+
+# Partitioned asset checks are a Dagster "preview" feature; we rely on them knowingly.
+warnings.filterwarnings("ignore", category=PreviewWarning, module="dagster")
 
 
 @asset_check(asset=published_index, partitions_def=tenant_partitions, blocking=True)

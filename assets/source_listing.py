@@ -16,5 +16,3 @@ def source_listing(context: AssetExecutionContext, tenant_run: TenantRunResource
     rc = tenant_run.context_for(context.partition_key, context.run_id)
     summary = list_step(rc)
     return Output(manifest(summary, rc.tenant, rc.workspace_id or rc.run_id), metadata=counts(summary))
-
-

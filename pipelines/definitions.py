@@ -17,8 +17,12 @@ from resources import (
 
 
 def build_definitions(config_path: str | None = None, fake_embedder: bool = False) -> Definitions:
-    config = TesseraConfigResource(config_path=config_path or os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"))
-    embedder: EmbedderResource = FakeEmbedderResource() if fake_embedder else SentenceTransformerEmbedderResource()
+    config = TesseraConfigResource(
+        config_path=config_path or os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml")
+    )
+    embedder: EmbedderResource = (
+        FakeEmbedderResource() if fake_embedder else SentenceTransformerEmbedderResource()
+    )
     return Definitions(
         assets=INDEXING_ASSETS,
         asset_checks=INDEXING_CHECKS,

@@ -50,12 +50,14 @@ def instance_home(default: str = ".tessera/dagster") -> Path:
 def run_all(config_path: str, fake: bool, tenants: list[str] | None = None) -> dict[str, dict[str, Any]]:
     cfg = load_config(config_path)
     defs = build_definitions(config_path=config_path, fake_embedder=fake)
-    job = defs.get_job_def("index_tenant")
+    job = defs.resolve_job_def("index_tenant")
     instance_home()
     instance = DagsterInstance.get()
     selected = tenants or sorted(cfg.tenants)
     known = set(instance.get_dynamic_partitions(tenant_partitions.name or "tenants"))
-    instance.add_dynamic_partitions(tenant_partitions.name or "tenants", [t for t in selected if t not in known])
+    instance.add_dynamic_partitions(
+        tenant_partitions.name or "tenants", [t for t in selected if t not in known]
+    )
     results: dict[str, dict[str, Any]] = {}
     for tenant in selected:
         res = job.execute_in_process(
@@ -72,12 +74,33 @@ def run_all(config_path: str, fake: bool, tenants: list[str] | None = None) -> d
 
 
 def print_summary(results: dict[str, dict[str, Any]]) -> None:
-    cols = ["tenant", "docs", "changed", "meta", "removed", "chunks", "embedded", "cache", "committed", "version"]
+    cols = [
+        "tenant",
+        "docs",
+        "changed",
+        "meta",
+        "removed",
+        "chunks",
+        "embedded",
+        "cache",
+        "committed",
+        "version",
+    ]
     print(" | ".join(f"{c:>9}" for c in cols))
     for tenant, r in results.items():
         li, ch, em, pu = r["listing"], r["chunks"], r["embed"], r["publish"]
-        row = [tenant, li["documents"], li["changed"], li["meta_only"], li["removed"], ch["chunks"],
-               em["embedded"], em["cache_hits"], pu["committed"], pu["version"]]
+        row = [
+            tenant,
+            li["documents"],
+            li["changed"],
+            li["meta_only"],
+            li["removed"],
+            ch["chunks"],
+            em["embedded"],
+            em["cache_hits"],
+            pu["committed"],
+            pu["version"],
+        ]
         print(" | ".join(f"{v!s:>9}" for v in row))
 
 
@@ -95,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.config)
     tenant = sorted(results)[0]
     embed_cfg = cfg.embedding
-    embedder = (FakeEmbedderResource() if args.fake_embedder else SentenceTransformerEmbedderResource()).get(embed_cfg)
+    embedder = (FakeEmbedderResource() if args.fake_embedder else SentenceTransformerEmbedderResource()).get(
+        embed_cfg
+    )
     principal = principal_from_config(cfg, tenant, args.user)
     print(f"\nsample search: tenant={tenant} user={args.user} query={args.query!r}")
     print_hits(search(cfg.store.uri, embedder, principal, args.query, k=3))

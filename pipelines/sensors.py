@@ -8,7 +8,9 @@ from resources.config import TesseraConfigResource
 
 
 @sensor(job=index_tenant_job, minimum_interval_seconds=60)
-def tenant_partitions_sensor(context: SensorEvaluationContext, tessera_config: TesseraConfigResource) -> SensorResult:
+def tenant_partitions_sensor(
+    context: SensorEvaluationContext, tessera_config: TesseraConfigResource
+) -> SensorResult:
     """Adds a partition for each configured tenant that has none (removal is explicit)."""
     configured = sorted(tessera_config.load().tenants)
     known = set(context.instance.get_dynamic_partitions(tenant_partitions.name or "tenants"))

@@ -7,7 +7,7 @@ from dagster import ConfigurableResource
 from tessera.config import TesseraConfig, load_config
 
 
-class TesseraConfigResource(ConfigurableResource):  # type: ignore[misc]
+class TesseraConfigResource(ConfigurableResource):  # type: ignore[type-arg]
     """Path to ``tessera.yaml``; defaults to ``$TESSERA_CONFIG`` or the bundled example."""
 
     config_path: str = os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml")

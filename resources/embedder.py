@@ -15,7 +15,7 @@ def _load_real(cfg: EmbeddingConfig) -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder(cfg)  # ~8 s: loaded once per process
 
 
-class EmbedderResource(ConfigurableResource):  # type: ignore[misc]
+class EmbedderResource(ConfigurableResource):  # type: ignore[type-arg]
     """Interface: returns the embedder for the embedding section of the configuration."""
 
     def get(self, cfg: EmbeddingConfig) -> Embedder:

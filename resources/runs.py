@@ -9,7 +9,7 @@ from resources.embedder import EmbedderResource
 from tessera.run import RunContext
 
 
-class TenantRunResource(ConfigurableResource):  # type: ignore[misc]
+class TenantRunResource(ConfigurableResource):  # type: ignore[type-arg]
     config: ResourceDependency[TesseraConfigResource]
     embedder: ResourceDependency[EmbedderResource]
 

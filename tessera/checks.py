@@ -59,7 +59,9 @@ def check_offsets(rows: Iterable[dict[str, Any]], blobs: BlobStore) -> list[str]
         if r.get("pages"):
             continue  # PDF rows are checked against page text, not bytes
         if source_slice_text(cache[key], r["byte_start"], r["byte_end"]) != r["text"]:
-            problems.append(f"{r['id']}: source bytes [{r['byte_start']}, {r['byte_end']}) do not give its text")
+            problems.append(
+                f"{r['id']}: source bytes [{r['byte_start']}, {r['byte_end']}) do not give its text"
+            )
     return problems
 
 
@@ -70,14 +72,21 @@ def sample(rows: list[dict[str, Any]], n: int, seed: str) -> list[dict[str, Any]
 
 
 def check_published(
-    table: Any, tenant: str, dimension: int, listing: dict[str, SourceDocument], quarantined: set[str],
-    blobs: BlobStore, sample_size: int = 25,
+    table: Any,
+    tenant: str,
+    dimension: int,
+    listing: dict[str, SourceDocument],
+    quarantined: set[str],
+    blobs: BlobStore,
+    sample_size: int = 25,
 ) -> tuple[list[str], dict[str, int]]:
     """Verify the live table against the run's listing: stale ids, ACL, dimension, offsets."""
     data = table.to_arrow()
     problems = check_rows(data, tenant, dimension)
     stale = 0
-    for doc_id, rev in zip(data.column("doc_id").to_pylist(), data.column("revision").to_pylist(), strict=True):
+    for doc_id, rev in zip(
+        data.column("doc_id").to_pylist(), data.column("revision").to_pylist(), strict=True
+    ):
         doc = listing.get(doc_id)
         if doc_id not in quarantined and (doc is None or doc.revision != rev):
             stale += 1

@@ -61,8 +61,15 @@ def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     embedder = make_embedder(cfg, args.fake_embedder)
     principal = principal_from_config(cfg, args.tenant, args.user)
     as_of = _parse_time(args.as_of) if args.as_of else None
-    hits = search(cfg.store.uri, embedder, principal, args.query, k=args.k, as_of=as_of,
-                  model_version=args.model_version)
+    hits = search(
+        cfg.store.uri,
+        embedder,
+        principal,
+        args.query,
+        k=args.k,
+        as_of=as_of,
+        model_version=args.model_version,
+    )
     if args.json:
         print(json.dumps([asdict(h) for h in hits], indent=2, ensure_ascii=False))
     else:
@@ -88,8 +95,10 @@ def _cmd_versions(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     print(f"{'version':>7}  {'kind':8} {'rows':>6} {'ins':>5} {'upd':>5} {'del':>5}  {'published':20} run")
     for p in pubs:
         when = datetime.fromtimestamp(p["published_at_us"] / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{p['table_version']:>7}  {p['kind']:8} {p['rows']:>6} {p['inserted']:>5} {p['updated']:>5} "
-              f"{p['deleted']:>5}  {when:20} {p['run_id']}")
+        print(
+            f"{p['table_version']:>7}  {p['kind']:8} {p['rows']:>6} {p['inserted']:>5} {p['updated']:>5} "
+            f"{p['deleted']:>5}  {when:20} {p['run_id']}"
+        )
     return 0
 
 
@@ -108,8 +117,12 @@ def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tessera", description="Tessera: a provenance-exact RAG index.")
     p.add_argument("--config", default=os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"))
-    p.add_argument("--fake-embedder", action="store_true", default=os.environ.get("TESSERA_FAKE_EMBEDDER") == "1",
-                   help="use the deterministic hash embedder instead of the model")
+    p.add_argument(
+        "--fake-embedder",
+        action="store_true",
+        default=os.environ.get("TESSERA_FAKE_EMBEDDER") == "1",
+        help="use the deterministic hash embedder instead of the model",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="index tenants without Dagster (the Dagster job is `make run`)")
     r.add_argument("--tenant", action="append")

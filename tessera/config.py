@@ -170,8 +170,19 @@ def _store(data: Mapping[str, Any], base: Path) -> StoreConfig:
 
 def _embedding(data: Mapping[str, Any], base: Path) -> EmbeddingConfig:
     key = "embedding"
-    allowed = {"model", "package", "path", "sha256", "normalize", "document_prefix", "query_prefix",
-               "batch_size", "max_retries", "backoff_seconds", "device"}
+    allowed = {
+        "model",
+        "package",
+        "path",
+        "sha256",
+        "normalize",
+        "document_prefix",
+        "query_prefix",
+        "batch_size",
+        "max_retries",
+        "backoff_seconds",
+        "device",
+    }
     _check_keys(data, key, allowed)
     sha = data.get("sha256")
     if sha is not None and (not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha)):
@@ -214,7 +225,9 @@ def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingCo
 
     if strategy not in available_chunkers():
         raise ConfigError(f"{key}.strategy", f"unknown strategy {strategy!r}; known: {available_chunkers()}")
-    return ChunkingConfig(strategy=strategy, max_tokens=max_tokens, target_tokens=target, overlap_tokens=overlap)
+    return ChunkingConfig(
+        strategy=strategy, max_tokens=max_tokens, target_tokens=target, overlap_tokens=overlap
+    )
 
 
 def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:

@@ -29,7 +29,7 @@ from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.embedding.model_files import model_dir
-from tessera.errors import DocumentError, PublishError
+from tessera.errors import ConfigError, DocumentError, PublishError
 from tessera.parsing.base import get_parser
 from tessera.serde import (
     chunk_from_json,
@@ -70,6 +70,13 @@ class RunContext:
             self.connector = FolderConnector(self.tenant, t.source.path, t.default_access)
         if self.counter is None:
             self.counter = load_counter(model_dir(self.config.embedding))
+        limit = self.embedder.identity.max_seq_length
+        if self.config.chunking.max_tokens > limit:
+            raise ConfigError(
+                "chunking.max_tokens",
+                f"{self.config.chunking.max_tokens} exceeds the model's max_seq_length {limit}: "
+                "chunks would be silently truncated",
+            )
 
     @property
     def workspace(self) -> Path:
@@ -186,7 +193,11 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
             warnings[doc_id] = list(result.warnings)
     report = {"parsed": parsed, "quarantined": quarantined, "warnings": warnings}
     rc.write("parse_report.json", report)
-    return {"parsed": len(parsed), "quarantined": len(quarantined), "warnings": sum(map(len, warnings.values()))}
+    return {
+        "parsed": len(parsed),
+        "quarantined": len(quarantined),
+        "warnings": sum(map(len, warnings.values())),
+    }
 
 
 def chunk_step(rc: RunContext) -> dict[str, Any]:
@@ -197,7 +208,9 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     tokens: list[int] = []
     flags: dict[str, int] = {}
     for doc_id in report["parsed"]:
-        parsed = parsed_from_json(json.loads((rc.workspace / "parsed" / _doc_file(doc_id)).read_text("utf-8")))
+        parsed = parsed_from_json(
+            json.loads((rc.workspace / "parsed" / _doc_file(doc_id)).read_text("utf-8"))
+        )
         for c in chunker.chunk(docs[doc_id], parsed, rc.chunk_context):
             lines.append(json.dumps(chunk_to_json(c), ensure_ascii=False))
             tokens.append(c.token_count)
@@ -245,8 +258,10 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     ident = rc.embedder.identity
     rows = build_rows(chunks, docs, vectors, ident.key, rc.run_id, ident.dimension)
     problems = check_rows(rows, rc.tenant, ident.dimension)
-    problems += check_offsets(rows.select(["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages"])
-                              .to_pylist()[:50], rc.blobs)
+    problems += check_offsets(
+        rows.select(["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages"]).to_pylist()[:50],
+        rc.blobs,
+    )
     if problems:
         raise PublishError(f"staged rows failed checks: {problems[:5]}")
     quarantined = {q["doc_id"] for q in report["quarantined"]}
@@ -257,10 +272,11 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         cfg_hash = rc.chunk_context.config_hash
         for doc_id in list(scope):
             doc, state = docs.get(doc_id), live.get(doc_id)
-            if doc is None and state is None:
-                scope.discard(doc_id)
-            elif doc is not None and state is not None and (state.revision, state.meta_hash, state.config_hash) == (
-                doc.revision, doc.meta_hash, cfg_hash
+            if (doc is None and state is None) or (
+                doc is not None
+                and state is not None
+                and (state.revision, state.meta_hash, state.config_hash)
+                == (doc.revision, doc.meta_hash, cfg_hash)
             ):
                 scope.discard(doc_id)
         keep = [i for i, d in enumerate(rows.column("doc_id").to_pylist()) if d in scope]
@@ -290,8 +306,9 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
         return ([] if not docs else ["no published table"]), {"rows": 0}
     report = rc.read("parse_report.json")
     quarantined = {q["doc_id"] for q in report["quarantined"]}
-    return check_published(table, rc.tenant, rc.embedder.identity.dimension, docs, quarantined, rc.blobs,
-                           sample_size)
+    return check_published(
+        table, rc.tenant, rc.embedder.identity.dimension, docs, quarantined, rc.blobs, sample_size
+    )
 
 
 def run_tenant(rc: RunContext) -> dict[str, Any]:

@@ -29,4 +29,6 @@ def get_chunker(name: str) -> Chunker:
     try:
         return _REGISTRY[name]()
     except KeyError:
-        raise ConfigError("chunking.strategy", f"unknown strategy {name!r}; known: {sorted(_REGISTRY)}") from None
+        raise ConfigError(
+            "chunking.strategy", f"unknown strategy {name!r}; known: {sorted(_REGISTRY)}"
+        ) from None

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from tessera.chunking.base import ChunkContext
@@ -194,7 +193,11 @@ def _pack_lines(
         if not line or ctx.fits(render(crumb, ctx_for(a), line)):
             cur_start, cur_end = a, b
             continue
-        r: Callable[[str], str] = lambda t, a=a: render(crumb, ctx_for(a), t)  # noqa: E731
+        line_ctx = ctx_for(a)
+
+        def r(t: str, line_ctx: str = line_ctx) -> str:
+            return render(crumb, line_ctx, t)
+
         size = ctx.config.max_tokens - ctx.tokens(r(""))
         for wa, wb in token_windows(text, a, b, ctx, size, 0, r):
             out.append(Piece(wa, wb, sec, kind, ctx_for(a), (flag, "line_split")))
@@ -208,7 +211,10 @@ def build_chunks(
 ) -> list[Chunk]:
     text, cfg_hash = parsed.text, ctx.config_hash
     unclosed = [b for b in parsed.blocks if b.kind == "fence" and b.title == "unclosed"]
-    ids = [chunk_id(doc.tenant, doc.doc_id, doc.revision, p.start, p.end, cfg_hash, ctx.model_hash) for p in pieces]
+    ids = [
+        chunk_id(doc.tenant, doc.doc_id, doc.revision, p.start, p.end, cfg_hash, ctx.model_hash)
+        for p in pieces
+    ]
     chunks: list[Chunk] = []
     for k, p in enumerate(pieces):
         body = text[p.start : p.end]
@@ -216,7 +222,9 @@ def build_chunks(
         n = ctx.tokens(emb)
         if n > ctx.config.max_tokens:
             raise ChunkingError(f"{doc.doc_id}[{p.start}:{p.end}] has {n} tokens > {ctx.config.max_tokens}")
-        flags = p.flags + (("unclosed_fence",) if any(b.start < p.end and p.start < b.end for b in unclosed) else ())
+        flags = p.flags + (
+            ("unclosed_fence",) if any(b.start < p.end and p.start < b.end for b in unclosed) else ()
+        )
         b0, b1 = parsed.offsets.span(text, p.start, p.end)
         chunks.append(
             Chunk(
@@ -233,7 +241,9 @@ def build_chunks(
                 heading_path=p.section.path,
                 anchor=p.section.anchor,
                 position=k,
-                parent_id=section_id(doc.tenant, doc.doc_id, doc.revision, p.section.start, p.section.end, cfg_hash),
+                parent_id=section_id(
+                    doc.tenant, doc.doc_id, doc.revision, p.section.start, p.section.end, cfg_hash
+                ),
                 prev_id=ids[k - 1] if k > 0 else "",
                 next_id=ids[k + 1] if k + 1 < len(ids) else "",
                 token_count=n,

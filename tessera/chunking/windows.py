@@ -55,7 +55,9 @@ def token_windows(
             if ctx.fits(render(sub[cs:ce].strip())):
                 break
             if j - i <= 1:
-                raise ChunkingError(f"a single token at {start + cs} does not fit max_tokens with its context")
+                raise ChunkingError(
+                    f"a single token at {start + cs} does not fit max_tokens with its context"
+                )
             limit = i + max(1, (j - i) * 9 // 10)
         s, e = trim(text, start + cs, start + ce)
         if s < e:

@@ -32,8 +32,9 @@ class RetryPolicy:
     max_backoff_seconds: float = 8.0
 
     def delay(self, attempt: int) -> float:
-        base = min(self.max_backoff_seconds, self.backoff_seconds * (2**attempt))
-        return base * (0.5 + random.random() / 2)  # jittered
+        base = min(self.max_backoff_seconds, self.backoff_seconds * float(2**attempt))
+        jitter: float = 0.5 + random.random() / 2
+        return base * jitter
 
 
 def embed_batches(

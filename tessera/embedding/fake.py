@@ -42,7 +42,11 @@ class HashEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         self.calls.append(len(texts))
-        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.identity.dimension), np.float32)
+        return (
+            np.stack([self._vec(t) for t in texts])
+            if texts
+            else np.zeros((0, self.identity.dimension), np.float32)
+        )
 
     def embed_query(self, text: str) -> Vectors:
         return self._vec(text)

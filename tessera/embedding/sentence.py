@@ -27,14 +27,18 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
 
             self._model: Any = SentenceTransformer(str(path), device=cfg.device, local_files_only=True)
+            dimension = self._model.get_embedding_dimension()
+            max_seq = self._model.max_seq_length
         except Exception as e:
             raise ModelIdentityError(f"cannot load model from {path}: {e}") from e
+        if dimension is None or max_seq is None:
+            raise ModelIdentityError(f"model at {path} reports no embedding dimension or max_seq_length")
         self._cfg = cfg
         self.identity = ModelIdentity(
             name=cfg.model,
             weights_sha256=weights,
-            dimension=int(self._model.get_embedding_dimension()),
-            max_seq_length=int(self._model.max_seq_length),
+            dimension=int(dimension),
+            max_seq_length=int(max_seq),
             normalize=cfg.normalize,
             document_prefix=cfg.document_prefix,
             query_prefix=cfg.query_prefix,
@@ -54,4 +58,5 @@ class SentenceTransformerEmbedder:
         return self._encode([self._cfg.document_prefix + t for t in texts])
 
     def embed_query(self, text: str) -> Vectors:
-        return self._encode([self._cfg.query_prefix + text])[0]
+        vector: Vectors = self._encode([self._cfg.query_prefix + text])[0]
+        return vector

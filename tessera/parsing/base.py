@@ -43,4 +43,4 @@ def _load_builtin() -> None:
     if "text/markdown" not in _REGISTRY:
         from tessera.parsing.markdown import MarkdownParser
 
-        register_parser("text/markdown", MarkdownParser)
+        register_parser("text/markdown", lambda: MarkdownParser())

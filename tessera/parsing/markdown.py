@@ -35,7 +35,7 @@ _KINDS = {
 class MarkdownParser:
     name = "markdown"
     version = "markdown-it-py/4.3.0+tessera.1"
-    content_types = ("text/markdown",)
+    content_types: tuple[str, ...] = ("text/markdown",)
 
     def __init__(self) -> None:
         self._md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
@@ -84,8 +84,12 @@ def _blocks(tokens: list[Token], text: str, line_starts: list[int], warnings: li
         elif kind == "fence":
             closed = _fence_closed(text, line_starts, a, b, tok.markup)
             if not closed:
-                warnings.append(f"unclosed_fence: line {a + 1} ({tok.markup}{tok.info}) runs to end of document")
-            blocks.append(Block("fence", start, end, info=f"{tok.markup}{tok.info}", title="" if closed else "unclosed"))
+                warnings.append(
+                    f"unclosed_fence: line {a + 1} ({tok.markup}{tok.info}) runs to end of document"
+                )
+            blocks.append(
+                Block("fence", start, end, info=f"{tok.markup}{tok.info}", title="" if closed else "unclosed")
+            )
         else:
             blocks.append(Block(kind, start, end))
     return blocks

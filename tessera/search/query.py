@@ -11,8 +11,22 @@ from tessera.search.principal import Principal, access_filter
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
 
-_COLUMNS = ["id", "doc_id", "uri", "revision", "text", "heading_path", "anchor", "start", "end",
-            "byte_start", "byte_end", "model_version", "kind", "_distance"]
+_COLUMNS = [
+    "id",
+    "doc_id",
+    "uri",
+    "revision",
+    "text",
+    "heading_path",
+    "anchor",
+    "start",
+    "end",
+    "byte_start",
+    "byte_end",
+    "model_version",
+    "kind",
+    "_distance",
+]
 
 
 @dataclass(frozen=True)
@@ -66,12 +80,23 @@ def search(
     hits = []
     for r in rows:
         if r["model_version"] != ident.key:
-            raise ModelIdentityError(f"row {r['id']} has model {r['model_version']}, index expects {ident.key}")
+            raise ModelIdentityError(
+                f"row {r['id']} has model {r['model_version']}, index expects {ident.key}"
+            )
         hits.append(
             SearchHit(
-                chunk_id=r["id"], doc_id=r["doc_id"], uri=r["uri"], revision=r["revision"], text=r["text"],
-                score=1.0 - float(r["_distance"]), heading_path=tuple(r["heading_path"]), anchor=r["anchor"],
-                start=r["start"], end=r["end"], byte_start=r["byte_start"], byte_end=r["byte_end"],
+                chunk_id=r["id"],
+                doc_id=r["doc_id"],
+                uri=r["uri"],
+                revision=r["revision"],
+                text=r["text"],
+                score=1.0 - float(r["_distance"]),
+                heading_path=tuple(r["heading_path"]),
+                anchor=r["anchor"],
+                start=r["start"],
+                end=r["end"],
+                byte_start=r["byte_start"],
+                byte_end=r["byte_end"],
             )
         )
     return hits

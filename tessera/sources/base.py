@@ -8,13 +8,13 @@ stops before publish, so an outage can never delete an index.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol
 
 from tessera.types import SourceDocument
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     COMPLETE = "complete"
     EMPTY = "empty"
 

@@ -18,7 +18,9 @@ from tessera.types import sha256_hex
 class BlobStore:
     def __init__(self, index_uri: str) -> None:
         if "://" in index_uri:
-            raise PublishError(f"source blobs for {index_uri!r} need a local path (object storage comes later)")
+            raise PublishError(
+                f"source blobs for {index_uri!r} need a local path (object storage comes later)"
+            )
         self.root = Path(index_uri) / "_sources"
 
     def path(self, tenant: str, revision: str) -> Path:

@@ -155,11 +155,20 @@ class TenantIndex:
         entry = asdict(r)
         record = pa.table(
             {
-                "tenant": [self.tenant], "model_version": [self.model_key], "table_version": [r.version],
-                "kind": [kind], "tag": [r.tag], "run_id": [run_id], "inserted": [entry["inserted"]],
-                "updated": [entry["updated"]], "deleted": [entry["deleted"]],
-                "docs_changed": [entry["docs_changed"]], "docs_removed": [entry["docs_removed"]],
-                "rows": [rows], "config_hash": [config_hash], "published_at_us": [int(time.time() * 1e6)],
+                "tenant": [self.tenant],
+                "model_version": [self.model_key],
+                "table_version": [r.version],
+                "kind": [kind],
+                "tag": [r.tag],
+                "run_id": [run_id],
+                "inserted": [entry["inserted"]],
+                "updated": [entry["updated"]],
+                "deleted": [entry["deleted"]],
+                "docs_changed": [entry["docs_changed"]],
+                "docs_removed": [entry["docs_removed"]],
+                "rows": [rows],
+                "config_hash": [config_hash],
+                "published_at_us": [int(time.time() * 1e6)],
             },
             schema=_PUB_SCHEMA,
         )

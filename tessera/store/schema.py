@@ -85,20 +85,44 @@ def build_rows(
         d = docs[c.doc_id]
         rows.append(
             {
-                "id": c.id, "tenant": c.tenant, "doc_id": c.doc_id, "uri": d.uri, "revision": c.revision,
-                "content_type": d.content_type, "start": c.start, "end": c.end,
-                "byte_start": c.byte_start, "byte_end": c.byte_end, "text": c.text,
-                "embedding_text": c.embedding_text, "heading_path": list(c.heading_path), "anchor": c.anchor,
-                "position": c.position, "parent_id": c.parent_id, "prev_id": c.prev_id, "next_id": c.next_id,
-                "token_count": c.token_count, "kind": c.kind, "flags": list(c.flags),
-                "pages": [{"page": p.page, "x0": p.bbox[0], "y0": p.bbox[1], "x1": p.bbox[2], "y1": p.bbox[3]}
-                          for p in c.pages],
-                "checksum": c.checksum, "meta_hash": d.meta_hash, "readers": list(d.readers),
-                "groups": list(d.groups), "effective_from_us": micros(d.effective_from),
-                "effective_to_us": micros(d.effective_to), "modified_at_us": micros(d.modified_at),
-                "chunking_config_hash": c.chunking_config_hash, "chunker_version": c.chunker_version,
-                "parser_version": c.parser_version, "tokenizer_version": c.tokenizer_version,
-                "model_version": model_version, "run_id": run_id,
+                "id": c.id,
+                "tenant": c.tenant,
+                "doc_id": c.doc_id,
+                "uri": d.uri,
+                "revision": c.revision,
+                "content_type": d.content_type,
+                "start": c.start,
+                "end": c.end,
+                "byte_start": c.byte_start,
+                "byte_end": c.byte_end,
+                "text": c.text,
+                "embedding_text": c.embedding_text,
+                "heading_path": list(c.heading_path),
+                "anchor": c.anchor,
+                "position": c.position,
+                "parent_id": c.parent_id,
+                "prev_id": c.prev_id,
+                "next_id": c.next_id,
+                "token_count": c.token_count,
+                "kind": c.kind,
+                "flags": list(c.flags),
+                "pages": [
+                    {"page": p.page, "x0": p.bbox[0], "y0": p.bbox[1], "x1": p.bbox[2], "y1": p.bbox[3]}
+                    for p in c.pages
+                ],
+                "checksum": c.checksum,
+                "meta_hash": d.meta_hash,
+                "readers": list(d.readers),
+                "groups": list(d.groups),
+                "effective_from_us": micros(d.effective_from),
+                "effective_to_us": micros(d.effective_to),
+                "modified_at_us": micros(d.modified_at),
+                "chunking_config_hash": c.chunking_config_hash,
+                "chunker_version": c.chunker_version,
+                "parser_version": c.parser_version,
+                "tokenizer_version": c.tokenizer_version,
+                "model_version": model_version,
+                "run_id": run_id,
             }
         )
     schema = chunk_schema(dimension)

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): results go to bench/results/*.json."""

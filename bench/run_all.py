@@ -1,0 +1,19 @@
+"""Run every benchmark, each in its own process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+BENCHES = ["bench.embed_throughput", "bench.noop_rerun"]
+
+
+def main() -> int:
+    for mod in BENCHES:
+        print(f"== {mod}", flush=True)
+        subprocess.run([sys.executable, "-m", mod], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

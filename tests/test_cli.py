@@ -1,0 +1,61 @@
+"""The `tessera` command end to end (hash embedder, temporary store)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tessera.cli import main
+
+DOCS = {
+    "runbook.md": "# Runbook\n\n## Paging\n\nPage the on-call engineer with the pager tool.\n",
+    "secret.md": "# Salaries\n\nSalary bands for engineers.\n",
+    "_access.yaml": "documents:\n  - match: secret.md\n    groups: [hr]\n",
+}
+
+
+@pytest.fixture
+def project(ws):  # type: ignore[no-untyped-def]
+    ws.tenant("acme", DOCS, users={"alice": ["staff"], "carol": ["staff", "hr"], "mallory": []})
+    ws.tenant("globex", {"g.md": "# Globex\n\nPage the globex dispatcher.\n"}, groups=["employees"],
+              users={"gina": ["employees"]})
+    return ws.config()
+
+
+def _cli(cfg, *args: str) -> int:  # type: ignore[no-untyped-def]
+    return main(["--config", str(cfg.path), "--fake-embedder", *args])
+
+
+def test_run_search_json_and_fail_closed(project, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert _cli(project, "run", "--run-id", "r1") == 0
+    capsys.readouterr()
+    assert _cli(project, "search", "--tenant", "acme", "--user", "alice", "--json", "page the on-call") == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits and {"chunk_id", "doc_id", "text", "score", "heading_path", "byte_start", "byte_end"} <= set(hits[0])
+    assert {h["doc_id"] for h in hits} == {"runbook.md"}  # secret.md is hr-only, globex is another tenant
+    assert _cli(project, "search", "--tenant", "acme", "--user", "carol", "--json", "--k", "10", "salary") == 0
+    assert "secret.md" in {h["doc_id"] for h in json.loads(capsys.readouterr().out)}
+    for user in ("mallory", "nobody"):
+        assert _cli(project, "search", "--tenant", "acme", "--user", user, "--json", "salary") == 0
+        assert json.loads(capsys.readouterr().out) == []
+
+
+def test_versions_restore_and_errors(project, ws, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert _cli(project, "run", "--tenant", "acme", "--run-id", "r1") == 0
+    (ws.root / "corpus" / "acme" / "runbook.md").write_text("# Runbook\n\nRewritten.\n", encoding="utf-8")
+    assert _cli(project, "run", "--tenant", "acme", "--run-id", "r2") == 0
+    capsys.readouterr()
+    assert _cli(project, "versions", "--tenant", "acme", "--json") == 0
+    pubs = json.loads(capsys.readouterr().out)
+    assert [p["run_id"] for p in pubs] == ["r1", "r2"]
+    first = pubs[0]["table_version"]
+    assert _cli(project, "restore", "--tenant", "acme", "--version", str(first)) == 0
+    texts = {r["text"] for r in ws.rows("acme")}
+    assert any("pager tool" in t for t in texts) and not any("Rewritten" in t for t in texts)
+    assert _cli(project, "restore", "--tenant", "acme", "--version", "999") == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert _cli(project, "search", "--tenant", "nope", "--user", "alice", "x") == 1
+    assert "unknown tenant" in capsys.readouterr().err
+    assert _cli(project, "search", "--tenant", "acme", "--user", "alice", "--model-version", "other", "x") == 1
+    assert "ModelIdentityError" in capsys.readouterr().err

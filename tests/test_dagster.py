@@ -1,0 +1,97 @@
+"""Dagster layer: definitions load, direct asset calls, one in-process materialize, the sensor."""
+
+from __future__ import annotations
+
+from dagster import (
+    DagsterInstance,
+    build_asset_context,
+    build_sensor_context,
+    materialize,
+)
+
+from assets import INDEXING_ASSETS, INDEXING_CHECKS, tenant_partitions
+from assets.chunk_embeddings import chunk_embeddings
+from assets.document_chunks import document_chunks
+from assets.parsed_documents import parsed_documents
+from assets.published_index import published_index
+from assets.source_listing import source_listing
+from pipelines.definitions import build_definitions
+from pipelines.sensors import tenant_partitions_sensor
+from resources import FakeEmbedderResource, TenantRunResource, TesseraConfigResource
+
+DOCS = {
+    "guide.md": "# Guide\n\n## Install\n\nRun the installer.\n\n## Use\n\n```bash\n# not a heading\nrun it\n```\n",
+    "faq.md": "FAQ\n===\n\nQuestions and answers.\n",
+}
+
+
+def _resources(config_path: str) -> dict[str, object]:
+    config = TesseraConfigResource(config_path=config_path)
+    return {"tessera_config": config, "tenant_run": TenantRunResource(config=config, embedder=FakeEmbedderResource())}
+
+
+def test_definitions_load() -> None:
+    defs = build_definitions(config_path="examples/tessera.yaml", fake_embedder=True)
+    job = defs.resolve_job_def("index_tenant")
+    assert job.partitions_def == tenant_partitions
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert keys == {"source_listing", "parsed_documents", "document_chunks", "chunk_embeddings", "published_index"}
+    assert defs.resolve_sensor_def("tenant_partitions_sensor") is not None
+    import pipelines.definitions as module
+
+    assert module.defs is not None
+
+
+def test_assets_can_be_called_directly(ws) -> None:  # type: ignore[no-untyped-def]
+    ws.tenant("acme", DOCS)
+    cfg = ws.config()
+    run = TenantRunResource(config=TesseraConfigResource(config_path=str(cfg.path)), embedder=FakeEmbedderResource())
+    ctx = build_asset_context(partition_key="acme")
+    listing = source_listing(ctx, tenant_run=run).value
+    assert listing["documents"] == 2 and listing["changed"] == 2 and listing["verdict"] == "complete"
+    parsed = parsed_documents(ctx, tenant_run=run, source_listing=listing).value
+    assert parsed["parsed"] == 2 and parsed["quarantined"] == 0
+    chunks = document_chunks(ctx, tenant_run=run, parsed_documents=parsed).value
+    assert chunks["chunks"] >= 3 and chunks["max_tokens"] <= 256
+    emb = chunk_embeddings(ctx, tenant_run=run, document_chunks=chunks).value
+    assert emb["embedded"] == chunks["chunks"]
+    pub = published_index(ctx, tenant_run=run, chunk_embeddings=emb).value
+    assert pub["committed"] and pub["inserted"] == chunks["chunks"]
+    assert len(ws.rows("acme")) == chunks["chunks"]
+
+
+def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-untyped-def]
+    ws.tenant("acme", DOCS)
+    ws.tenant("globex", {"x.md": "# X\n\nglobex only\n"})
+    cfg = ws.config()
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("tenants", ["acme", "globex"])
+    resources = _resources(str(cfg.path))
+    first = materialize([*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance,
+                        resources=resources)
+    assert first.success
+    checks = first.get_asset_check_evaluations()
+    assert len(checks) == 1 and checks[0].passed
+    pub = first.output_for_node("published_index")
+    assert pub["committed"] and pub["version"] is not None
+    mats = first.asset_materializations_for_node("published_index")
+    assert mats and mats[0].metadata["inserted"].value == pub["inserted"]
+    assert ws.table("globex") is None  # another tenant's partition is never touched
+    second = materialize([*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance,
+                         resources=resources)
+    again = second.output_for_node("published_index")
+    assert again["committed"] is False and again["version"] == pub["version"]
+    assert second.output_for_node("chunk_embeddings")["embedded"] == 0
+
+
+def test_sensor_adds_configured_tenants(ws) -> None:  # type: ignore[no-untyped-def]
+    ws.tenant("acme", DOCS)
+    ws.tenant("globex", DOCS)
+    cfg = ws.config()
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("tenants", ["acme"])
+    ctx = build_sensor_context(instance=instance, resources={"tessera_config": TesseraConfigResource(
+        config_path=str(cfg.path))})
+    result = tenant_partitions_sensor(ctx)
+    requests = result.dynamic_partitions_requests
+    assert len(requests) == 1 and list(requests[0].partition_keys) == ["globex"]

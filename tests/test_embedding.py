@@ -1,0 +1,147 @@
+"""Batching, retry, vector validation, the cache, and the real model (marked ``model``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tessera.config import EmbeddingConfig
+from tessera.embedding.batching import EmbedStats, RetryPolicy, embed_batches
+from tessera.embedding.cache import EmbeddingCache, embed_with_cache, text_key
+from tessera.embedding.fake import HashEmbedder
+from tessera.embedding.model_files import verified_weights_hash
+from tessera.errors import EmbeddingError, ModelIdentityError, PermanentEmbeddingError
+from tessera.store.db import connect
+
+from .conftest import MODEL_SHA
+
+
+class Flaky(HashEmbedder):
+    """Fails the first ``fail_times`` calls whose batch contains ``poison``."""
+
+    def __init__(self, poison: str, fail_times: int, exc: type[Exception] = RuntimeError) -> None:
+        super().__init__()
+        self.poison, self.fail_times, self.exc = poison, fail_times, exc
+        self.batches: list[list[str]] = []
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        self.batches.append(list(texts))
+        if self.poison in texts and self.fail_times > 0:
+            self.fail_times -= 1
+            raise self.exc("503 overloaded")
+        return super().embed_documents(texts)
+
+
+def _texts(n: int) -> list[str]:
+    return [f"text number {i} " + "x" * (i % 7) for i in range(n)]
+
+
+def test_transient_failure_retries_only_the_failed_batch() -> None:
+    texts = _texts(10)
+    emb = Flaky(poison=texts[5], fail_times=2)
+    stats = EmbedStats()
+    delays: list[float] = []
+    out = embed_batches(emb, texts, 3, RetryPolicy(max_retries=3, backoff_seconds=0.1), stats, delays.append)
+    assert stats.retries == 2 and len(delays) == 2 and delays[1] > delays[0] * 0.5
+    poisoned = [b for b in emb.batches if texts[5] in b]
+    assert len(poisoned) == 3  # two failures, one success
+    others = [b for b in emb.batches if texts[5] not in b]
+    assert sorted(t for b in others for t in b) == sorted(t for t in texts if t not in poisoned[0])
+    assert np.allclose(out, HashEmbedder().embed_documents(texts))
+
+
+def test_retries_are_bounded_and_permanent_errors_are_not_retried() -> None:
+    texts = _texts(4)
+    emb = Flaky(poison=texts[0], fail_times=100)
+    with pytest.raises(EmbeddingError, match="after 3 attempts"):
+        embed_batches(emb, texts, 2, RetryPolicy(max_retries=2), EmbedStats(), lambda _s: None)
+    assert len([b for b in emb.batches if texts[0] in b]) == 3
+    perm = Flaky(poison=texts[0], fail_times=100, exc=PermanentEmbeddingError)
+    with pytest.raises(PermanentEmbeddingError):
+        embed_batches(perm, texts, 2, RetryPolicy(max_retries=5), EmbedStats(), lambda _s: None)
+    assert len([b for b in perm.batches if texts[0] in b]) == 1  # no retry storm
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda n, d: np.full((n, d), np.nan, np.float32),
+        lambda n, d: np.zeros((n, d + 1), np.float32),
+        lambda n, d: np.zeros((max(n - 1, 0), d), np.float32),
+        lambda n, d: [],
+    ],
+    ids=["nan", "wrong-dimension", "too-few", "empty"],
+)
+def test_bad_vectors_are_rejected(bad) -> None:  # type: ignore[no-untyped-def]
+    class Bad(HashEmbedder):
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            return bad(len(texts), self.identity.dimension)
+
+    with pytest.raises(EmbeddingError):
+        embed_batches(Bad(), _texts(3), 8, RetryPolicy(max_retries=0), EmbedStats(), lambda _s: None)
+
+
+def test_cache_reuses_vectors_and_is_keyed_by_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = connect(str(tmp_path / "db"))
+    emb = HashEmbedder()
+    cache = EmbeddingCache(db, "acme", emb.identity)
+    texts = _texts(6) + _texts(2)  # two duplicates inside the batch
+    v1, s1 = embed_with_cache(emb, cache, texts, 4, RetryPolicy())
+    assert (s1.unique, s1.cache_hits, s1.embedded) == (6, 0, 6)
+    assert cache.count() == 6
+    calls = len(emb.calls)
+    v2, s2 = embed_with_cache(emb, cache, texts, 4, RetryPolicy())
+    assert (s2.cache_hits, s2.embedded) == (6, 0) and len(emb.calls) == calls
+    assert np.array_equal(v1, v2)
+    other = HashEmbedder(version="2")
+    other_cache = EmbeddingCache(db, "acme", other.identity)
+    assert other_cache.name != cache.name and other.identity.key != emb.identity.key
+    _, s3 = embed_with_cache(other, other_cache, texts, 4, RetryPolicy())
+    assert s3.cache_hits == 0 and s3.embedded == 6
+    with pytest.raises(ValueError, match="identities"):
+        embed_with_cache(other, cache, texts, 4, RetryPolicy())
+    assert text_key("a") != text_key("a ")
+
+
+def test_failed_embedding_leaves_cache_untouched(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = connect(str(tmp_path / "db"))
+    texts = _texts(8)
+    emb = Flaky(poison=texts[7], fail_times=100)
+    cache = EmbeddingCache(db, "acme", emb.identity)
+    with pytest.raises(EmbeddingError):
+        embed_with_cache(emb, cache, texts, 2, RetryPolicy(max_retries=1), sleep=lambda _s: None)
+    assert cache.count() == 0
+
+
+def test_weights_hash_is_verified(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cfg = EmbeddingConfig(model="m", sha256=MODEL_SHA)
+    assert verified_weights_hash(cfg) == MODEL_SHA
+    with pytest.raises(ModelIdentityError, match="mismatch"):
+        verified_weights_hash(EmbeddingConfig(model="m", sha256="0" * 64))
+
+
+@pytest.mark.model
+def test_real_model_offline_matches_raw_encode(model_path) -> None:  # type: ignore[no-untyped-def]
+    from sentence_transformers import SentenceTransformer
+
+    from tessera.embedding.sentence import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder(EmbeddingConfig(model="sentence-transformers/all-MiniLM-L6-v2",
+                                                      sha256=MODEL_SHA, batch_size=8))
+    assert emb.identity.dimension == 384 and emb.identity.max_seq_length == 256
+    texts = ["On-call engineers acknowledge pages within five minutes.", "Customs forms for EU shipments."]
+    ours = emb.embed_documents(texts)
+    raw = SentenceTransformer(str(model_path), device="cpu").encode(texts, normalize_embeddings=True)
+    assert np.allclose(ours, raw, atol=1e-5)
+    q = emb.embed_query("who answers pages?")
+    assert q.shape == (384,) and abs(float(np.linalg.norm(q)) - 1.0) < 1e-4
+    assert float(ours[0] @ q) > float(ours[1] @ q)
+
+
+def test_max_tokens_above_model_limit_is_refused(ws) -> None:  # type: ignore[no-untyped-def]
+    from tessera.errors import ConfigError
+
+    ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
+    ws.chunking = {"max_tokens": 512, "target_tokens": 200, "overlap_tokens": 16}
+    with pytest.raises(ConfigError, match="max_seq_length"):
+        ws.context("acme")
