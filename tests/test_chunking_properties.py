@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 from tessera.chunking.base import ChunkContext
@@ -225,7 +225,10 @@ def test_chunk_ids_are_deterministic_and_scoped(
     ctx = contexts[(64, 48, 8)]
     raw = build_raw(doc_text, eol, b"")
     doc = source(raw=raw)
-    parsed, first = run_chunker(raw, ctx, doc)
+    try:
+        parsed, first = run_chunker(raw, ctx, doc)
+    except ChunkingError:
+        reject()  # a breadcrumb too long for the budget: covered by test_chunk_invariants
     _, second = run_chunker(raw, ctx, doc)
     assert first == second  # (c) same input, same chunk list, field for field
     if not first:
@@ -356,7 +359,16 @@ def test_token_windows_respect_offsets_of_subrange(chunk_ctx: Callable[..., Chun
     assert spans[0][0] == start and spans[-1][1] == end
 
 
-@pytest.mark.parametrize("long_word", ["a" * 5000, "xyz" * 1700, "é" * 5000, "東" * 3000])
+@pytest.mark.parametrize(
+    "long_word",
+    [
+        "a" * 5000,  # one word > 100 chars: WordPiece makes it a single [UNK]
+        "é" * 5000,
+        "東" * 5000,  # CJK: one token per char, no word boundary in between
+        "ab-" * 1700,  # punctuation: many tiny words
+        ("pneumonoultramicroscopicsilicovolcanoconiosis" * 2)[:99] + "-" + "x" * 4900,
+    ],
+)
 def test_single_very_long_word_is_split_within_budget(
     chunk_ctx: Callable[..., ChunkContext], long_word: str
 ) -> None:
@@ -366,8 +378,36 @@ def test_single_very_long_word_is_split_within_budget(
     size = ctx.config.max_tokens - ctx.tokens(r(""))
     spans = token_windows(text, 0, len(text), ctx, size, 8, r)
     _check_windows(text, 0, len(text), spans, ctx, r)
-    assert len(spans) > 5
-    assert "".join(text[a:b] for a, b in spans if b <= len(text)).replace(" ", "") != ""
+    if ctx.tokens(r(text)) > ctx.config.max_tokens:
+        assert len(spans) > 1
+    if ctx.tokens(text) > 1000:
+        assert len(spans) > ctx.tokens(text) // ctx.config.max_tokens
+
+
+def test_word_longer_than_window_is_cut_inside_the_word(chunk_ctx: Callable[..., ChunkContext]) -> None:
+    ctx = chunk_ctx(max_tokens=16, target_tokens=12, overlap_tokens=0)
+    long_word = "pneumonoultramicroscopicsilicovolcanoconiosis"  # one word, ~15 word pieces
+    text = f"{long_word} {long_word}"
+    plain: Callable[[str], str] = lambda t: t  # noqa: E731
+    spans = token_windows(text, 0, len(text), ctx, 6, 0, plain)
+    _check_windows(text, 0, len(text), spans, ctx, plain)
+    assert any(0 < a < len(long_word) for a, _b in spans), "a cut falls inside the first word"
+    assert "".join(text[a:b] for a, b in spans) == text.replace(" ", "")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: token_windows gives up when one word piece does not fit, although a piece "
+    "re-tokenized on its own ('ult' -> 'ul', '##t') may need more tokens than in context, and a "
+    "shorter (character) cut would fit; raises ChunkingError with 1 token of room",
+)
+def test_window_with_one_token_of_room_still_fits(chunk_ctx: Callable[..., ChunkContext]) -> None:
+    ctx = chunk_ctx(max_tokens=32, target_tokens=24, overlap_tokens=0)
+    title = "**bold** pneumonoultramicroscopicsilicovolcanoconiosis aaaaaaaaaaaaaaa"
+    assert ctx.config.max_tokens - ctx.tokens(render(title, "", "")) == 1  # one token of room
+    raw = f"# {title}\n".encode()
+    parsed, chunks = run_chunker(raw, ctx)
+    check_invariants(raw, parsed, chunks, ctx)
 
 
 def test_long_word_document_chunks_within_budget(chunk_ctx: Callable[..., ChunkContext]) -> None:

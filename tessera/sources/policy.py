@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import yaml
@@ -42,6 +42,8 @@ def _date(value: object, key: str, default: datetime) -> datetime:
         return default
     if isinstance(value, datetime):
         dt = value
+    elif isinstance(value, date):  # unquoted YAML dates load as date: midnight UTC
+        dt = datetime(value.year, value.month, value.day, tzinfo=UTC)
     elif isinstance(value, str):
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))

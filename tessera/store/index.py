@@ -108,10 +108,13 @@ class TenantIndex:
         if rows.num_rows and set(rows.column("doc_id").to_pylist()) - scope:
             raise PublishError("staged rows contain documents outside the publish scope")
         table = self.ensure()
+        tag = self._free_tag(table, run_id)
         where = f"doc_id IN ({_in_list(sorted(scope))})"
         try:
             if rows.num_rows == 0:
                 before = int(table.count_rows(where))
+                if before == 0:  # e.g. documents without chunks: nothing to delete, no commit
+                    return PublishResult(committed=False, version=int(table.version))
                 table.delete(where)
                 inserted = updated = 0
                 deleted = before
@@ -128,12 +131,27 @@ class TenantIndex:
                 inserted, updated, deleted = res.num_inserted_rows, res.num_updated_rows, res.num_deleted_rows
         except Exception as e:
             raise PublishError(f"commit to {self.name} failed: {e}") from e
-        version = int(table.version)
-        tag = tag_for_run(run_id)
-        table.tags.create(tag, version)
-        result = PublishResult(True, version, inserted, updated, deleted, tag=tag)
-        self._log("publish", result, run_id, config_hash, int(table.count_rows()))
+        result = PublishResult(True, int(table.version), inserted, updated, deleted, tag=tag)
+        self._record(table, "publish", result, run_id, config_hash)
         return result
+
+    @staticmethod
+    def _free_tag(table: Any, run_id: str) -> str:
+        """The run's tag, refused *before* any commit when that run id already published."""
+        tag = tag_for_run(run_id)
+        if tag in table.tags.list():
+            raise PublishError(f"run id {run_id!r} already published version {table.tags.get_version(tag)}")
+        return tag
+
+    def _record(self, table: Any, kind: str, result: PublishResult, run_id: str, config_hash: str) -> None:
+        """Tag and log a commit; a failure here names the version that is already live."""
+        try:
+            table.tags.create(result.tag, result.version)
+            self._log(kind, result, run_id, config_hash, int(table.count_rows()))
+        except Exception as e:
+            raise PublishError(
+                f"version {result.version} of {self.name} is live, but tagging or logging it failed: {e}"
+            ) from e
 
     def restore(self, version: int, run_id: str) -> PublishResult:
         """Make an earlier version current again, as a new version (history is kept)."""
@@ -143,12 +161,10 @@ class TenantIndex:
         known = {int(v["version"]) for v in table.list_versions()}
         if version not in known:
             raise PublishError(f"version {version} does not exist; known: {sorted(known)}")
+        tag = self._free_tag(table, run_id)
         table.restore(version)
-        new_version = int(table.version)
-        tag = tag_for_run(run_id)
-        table.tags.create(tag, new_version)
-        result = PublishResult(True, new_version, tag=tag)
-        self._log("restore", result, run_id, f"restore-of-{version}", int(table.count_rows()))
+        result = PublishResult(True, int(table.version), tag=tag)
+        self._record(table, "restore", result, run_id, f"restore-of-{version}")
         return result
 
     def _log(self, kind: str, r: PublishResult, run_id: str, config_hash: str, rows: int) -> None:
