@@ -25,7 +25,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check tessera
+	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy tessera assets resources pipelines bench

@@ -14,7 +14,6 @@ from assets.published_index import published_index
 from resources.runs import TenantRunResource
 from tessera.run import verify_step
 
-
 # Partitioned asset checks are a Dagster "preview" feature; we rely on them knowingly.
 warnings.filterwarnings("ignore", category=PreviewWarning, module="dagster")
 

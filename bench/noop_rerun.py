@@ -29,7 +29,12 @@ def phase(name: str, store: Path) -> dict[str, float]:
         out = run_tenant(RunContext(cfg, tenant, f"bench-{name}", embedder))
         chunks += out["chunk"]["chunks"]
         embedded += out["embed"]["embedded"]
-    return {"seconds": time.perf_counter() - t0, "chunks": chunks, "embedded": embedded, "peak_rss_mb": peak_rss_mb()}
+    return {
+        "seconds": time.perf_counter() - t0,
+        "chunks": chunks,
+        "embedded": embedded,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def main() -> int:
@@ -45,7 +50,9 @@ def main() -> int:
     for name in ("first", "noop", "noop", "noop"):
         out = subprocess.run(
             [sys.executable, "-m", "bench.noop_rerun", "--phase", name, "--store", str(store)],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         )
         results.setdefault(name, []).append(json.loads(out.stdout.strip().splitlines()[-1]))
     first = results["first"][0]

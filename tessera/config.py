@@ -16,11 +16,11 @@ import yaml
 
 from tessera.errors import ConfigError
 
-TENANT_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_)){0,62}$")
+TENANT_ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]|_(?!_)){0,62}")
 """Tenant ids name tables (``chunks__{tenant}__{model}``) and Dagster partitions: lowercase
 letters, digits, ``-`` and single ``_``; no separators, no ``__``, at most 63 characters."""
 
-_PRINCIPAL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+_PRINCIPAL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class TesseraConfig:
 
 
 def validate_tenant_id(tenant_id: object, key: str = "tenant") -> str:
-    if not isinstance(tenant_id, str) or not TENANT_ID_RE.match(tenant_id):
+    if not isinstance(tenant_id, str) or not TENANT_ID_RE.fullmatch(tenant_id):
         raise ConfigError(
             key,
             f"invalid tenant id {tenant_id!r}: use 1-63 lowercase letters, digits, '-' or single '_', "
@@ -141,7 +141,9 @@ def _int(data: Mapping[str, Any], name: str, key: str, default: int, lo: int, hi
 def _names(value: object, key: str) -> tuple[str, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and _PRINCIPAL_RE.match(v) for v in value):
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and _PRINCIPAL_RE.fullmatch(v) for v in value
+    ):
         raise ConfigError(key, f"expected a list of user or group names, got {value!r}")
     return tuple(sorted(set(value)))
 
@@ -248,7 +250,7 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
     users: dict[str, UserEntry] = {}
     for user, entry in _mapping(access.get("users"), f"{key}.access.users").items():
         ukey = f"{key}.access.users.{user}"
-        if not isinstance(user, str) or not _PRINCIPAL_RE.match(user):
+        if not isinstance(user, str) or not _PRINCIPAL_RE.fullmatch(user):
             raise ConfigError(ukey, "invalid user name")
         emap = _mapping(entry, ukey)
         _check_keys(emap, ukey, {"groups"})
@@ -281,7 +283,7 @@ def load_config(path: str | Path) -> TesseraConfig:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise ConfigError("<file>", f"cannot read {p}: {e}") from e
     try:
         data = yaml.safe_load(text)

@@ -103,8 +103,9 @@ class OffsetMapBuilder:
         self._len += 1
         self._next_verbatim = src_byte + width
 
-    def build(self) -> tuple[str, OffsetMap]:
-        anchors = self._anchors or [(0, 0, -1)]
+    def build(self, empty_at: int = 0) -> tuple[str, OffsetMap]:
+        """Text and map; ``empty_at`` is the source byte an empty text maps to."""
+        anchors = self._anchors or [(0, empty_at, -1)]
         return "".join(self._parts), OffsetMap(text_len=self._len, anchors=tuple(anchors))
 
 
@@ -128,7 +129,7 @@ def normalize_text_bytes(raw: bytes) -> tuple[str, OffsetMap, int]:
             builder.replace("\ufffd", bad_start, bad_end - bad_start)
             invalid += bad_end - bad_start
         pos = bad_end
-    text, omap = builder.build()
+    text, omap = builder.build(empty_at=len(raw))
     return text, omap, invalid
 
 

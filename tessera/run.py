@@ -29,7 +29,7 @@ from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.embedding.model_files import model_dir
-from tessera.errors import ConfigError, DocumentError, PublishError
+from tessera.errors import ChunkingError, ConfigError, DocumentError, PublishError
 from tessera.parsing.base import get_parser
 from tessera.serde import (
     chunk_from_json,
@@ -207,18 +207,26 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     lines: list[str] = []
     tokens: list[int] = []
     flags: dict[str, int] = {}
+    quarantined: list[dict[str, str]] = []
     for doc_id in report["parsed"]:
         parsed = parsed_from_json(
             json.loads((rc.workspace / "parsed" / _doc_file(doc_id)).read_text("utf-8"))
         )
-        for c in chunker.chunk(docs[doc_id], parsed, rc.chunk_context):
+        try:
+            doc_chunks = chunker.chunk(docs[doc_id], parsed, rc.chunk_context)
+        except ChunkingError as e:  # the document is quarantined; its published chunks stay
+            quarantined.append({"doc_id": doc_id, "reason": "chunking_error", "message": str(e)})
+            continue
+        for c in doc_chunks:
             lines.append(json.dumps(chunk_to_json(c), ensure_ascii=False))
             tokens.append(c.token_count)
             for f in c.flags:
                 flags[f] = flags.get(f, 0) + 1
     (rc.workspace / "chunks.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    rc.write("chunk_report.json", {"quarantined": quarantined})
     return {
         "chunks": len(lines),
+        "quarantined": len(quarantined),
         "max_tokens": max(tokens, default=0),
         "mean_tokens": round(float(np.mean(tokens)), 1) if tokens else 0.0,
         "flags": flags,
@@ -249,10 +257,17 @@ def embed_step(rc: RunContext) -> dict[str, Any]:
     return summary
 
 
+def _quarantined(rc: RunContext) -> set[str]:
+    """Documents that failed to parse or chunk: neither updated nor deleted this run."""
+    failed = rc.read("parse_report.json")["quarantined"]
+    if (rc.workspace / "chunk_report.json").exists():
+        failed = failed + rc.read("chunk_report.json")["quarantined"]
+    return {q["doc_id"] for q in failed}
+
+
 def publish_step(rc: RunContext) -> dict[str, Any]:
     """Stage rows, check them, then reconcile the changed documents in one commit."""
     data, docs = _listing(rc)
-    report = rc.read("parse_report.json")
     chunks = _chunks(rc)
     vectors = np.load(rc.workspace / "vectors.npy")
     ident = rc.embedder.identity
@@ -264,7 +279,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     )
     if problems:
         raise PublishError(f"staged rows failed checks: {problems[:5]}")
-    quarantined = {q["doc_id"] for q in report["quarantined"]}
+    quarantined = _quarantined(rc)
     with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
         live = rc.index.manifest()
         scope = (set(data["to_parse"]) - quarantined) | set(data["removed"])
@@ -304,8 +319,7 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
     table = rc.index.table()
     if table is None:
         return ([] if not docs else ["no published table"]), {"rows": 0}
-    report = rc.read("parse_report.json")
-    quarantined = {q["doc_id"] for q in report["quarantined"]}
+    quarantined = _quarantined(rc)
     return check_published(
         table, rc.tenant, rc.embedder.identity.dimension, docs, quarantined, rc.blobs, sample_size
     )

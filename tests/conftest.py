@@ -66,8 +66,13 @@ class Workspace:
         self.tenants: dict[str, dict[str, Any]] = {}
         self.embedder = HashEmbedder()
 
-    def tenant(self, name: str, files: dict[str, str | bytes], groups: list[str] | None = None,
-               users: dict[str, list[str]] | None = None) -> Path:
+    def tenant(
+        self,
+        name: str,
+        files: dict[str, str | bytes],
+        groups: list[str] | None = None,
+        users: dict[str, list[str]] | None = None,
+    ) -> Path:
         src = self.root / "corpus" / name
         src.mkdir(parents=True, exist_ok=True)
         write_tree(src, files)
@@ -83,8 +88,13 @@ class Workspace:
     def config(self) -> TesseraConfig:
         data = {
             "store": {"uri": "index", "work_dir": "work"},
-            "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "sha256": MODEL_SHA,
-                          "batch_size": 4, "max_retries": 2, "backoff_seconds": 0},
+            "embedding": {
+                "model": "sentence-transformers/all-MiniLM-L6-v2",
+                "sha256": MODEL_SHA,
+                "batch_size": 4,
+                "max_retries": 2,
+                "backoff_seconds": 0,
+            },
             "chunking": self.chunking,
             "tenants": self.tenants,
         }

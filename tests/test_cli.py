@@ -18,8 +18,12 @@ DOCS = {
 @pytest.fixture
 def project(ws):  # type: ignore[no-untyped-def]
     ws.tenant("acme", DOCS, users={"alice": ["staff"], "carol": ["staff", "hr"], "mallory": []})
-    ws.tenant("globex", {"g.md": "# Globex\n\nPage the globex dispatcher.\n"}, groups=["employees"],
-              users={"gina": ["employees"]})
+    ws.tenant(
+        "globex",
+        {"g.md": "# Globex\n\nPage the globex dispatcher.\n"},
+        groups=["employees"],
+        users={"gina": ["employees"]},
+    )
     return ws.config()
 
 
@@ -32,9 +36,13 @@ def test_run_search_json_and_fail_closed(project, capsys) -> None:  # type: igno
     capsys.readouterr()
     assert _cli(project, "search", "--tenant", "acme", "--user", "alice", "--json", "page the on-call") == 0
     hits = json.loads(capsys.readouterr().out)
-    assert hits and {"chunk_id", "doc_id", "text", "score", "heading_path", "byte_start", "byte_end"} <= set(hits[0])
+    assert hits and {"chunk_id", "doc_id", "text", "score", "heading_path", "byte_start", "byte_end"} <= set(
+        hits[0]
+    )
     assert {h["doc_id"] for h in hits} == {"runbook.md"}  # secret.md is hr-only, globex is another tenant
-    assert _cli(project, "search", "--tenant", "acme", "--user", "carol", "--json", "--k", "10", "salary") == 0
+    assert (
+        _cli(project, "search", "--tenant", "acme", "--user", "carol", "--json", "--k", "10", "salary") == 0
+    )
     assert "secret.md" in {h["doc_id"] for h in json.loads(capsys.readouterr().out)}
     for user in ("mallory", "nobody"):
         assert _cli(project, "search", "--tenant", "acme", "--user", user, "--json", "salary") == 0
@@ -57,5 +65,7 @@ def test_versions_restore_and_errors(project, ws, capsys) -> None:  # type: igno
     assert "does not exist" in capsys.readouterr().err
     assert _cli(project, "search", "--tenant", "nope", "--user", "alice", "x") == 1
     assert "unknown tenant" in capsys.readouterr().err
-    assert _cli(project, "search", "--tenant", "acme", "--user", "alice", "--model-version", "other", "x") == 1
+    assert (
+        _cli(project, "search", "--tenant", "acme", "--user", "alice", "--model-version", "other", "x") == 1
+    )
     assert "ModelIdentityError" in capsys.readouterr().err

@@ -20,14 +20,19 @@ from pipelines.sensors import tenant_partitions_sensor
 from resources import FakeEmbedderResource, TenantRunResource, TesseraConfigResource
 
 DOCS = {
-    "guide.md": "# Guide\n\n## Install\n\nRun the installer.\n\n## Use\n\n```bash\n# not a heading\nrun it\n```\n",
+    "guide.md": (
+        "# Guide\n\n## Install\n\nRun the installer.\n\n## Use\n\n```bash\n# not a heading\nrun it\n```\n"
+    ),
     "faq.md": "FAQ\n===\n\nQuestions and answers.\n",
 }
 
 
 def _resources(config_path: str) -> dict[str, object]:
     config = TesseraConfigResource(config_path=config_path)
-    return {"tessera_config": config, "tenant_run": TenantRunResource(config=config, embedder=FakeEmbedderResource())}
+    return {
+        "tessera_config": config,
+        "tenant_run": TenantRunResource(config=config, embedder=FakeEmbedderResource()),
+    }
 
 
 def test_definitions_load() -> None:
@@ -35,7 +40,13 @@ def test_definitions_load() -> None:
     job = defs.resolve_job_def("index_tenant")
     assert job.partitions_def == tenant_partitions
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"source_listing", "parsed_documents", "document_chunks", "chunk_embeddings", "published_index"}
+    assert keys == {
+        "source_listing",
+        "parsed_documents",
+        "document_chunks",
+        "chunk_embeddings",
+        "published_index",
+    }
     assert defs.resolve_sensor_def("tenant_partitions_sensor") is not None
     import pipelines.definitions as module
 
@@ -45,7 +56,9 @@ def test_definitions_load() -> None:
 def test_assets_can_be_called_directly(ws) -> None:  # type: ignore[no-untyped-def]
     ws.tenant("acme", DOCS)
     cfg = ws.config()
-    run = TenantRunResource(config=TesseraConfigResource(config_path=str(cfg.path)), embedder=FakeEmbedderResource())
+    run = TenantRunResource(
+        config=TesseraConfigResource(config_path=str(cfg.path)), embedder=FakeEmbedderResource()
+    )
     ctx = build_asset_context(partition_key="acme")
     listing = source_listing(ctx, tenant_run=run).value
     assert listing["documents"] == 2 and listing["changed"] == 2 and listing["verdict"] == "complete"
@@ -67,8 +80,9 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("tenants", ["acme", "globex"])
     resources = _resources(str(cfg.path))
-    first = materialize([*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance,
-                        resources=resources)
+    first = materialize(
+        [*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance, resources=resources
+    )
     assert first.success
     checks = first.get_asset_check_evaluations()
     assert len(checks) == 1 and checks[0].passed
@@ -77,8 +91,9 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     mats = first.asset_materializations_for_node("published_index")
     assert mats and mats[0].metadata["inserted"].value == pub["inserted"]
     assert ws.table("globex") is None  # another tenant's partition is never touched
-    second = materialize([*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance,
-                         resources=resources)
+    second = materialize(
+        [*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance, resources=resources
+    )
     again = second.output_for_node("published_index")
     assert again["committed"] is False and again["version"] == pub["version"]
     assert second.output_for_node("chunk_embeddings")["embedded"] == 0
@@ -90,8 +105,9 @@ def test_sensor_adds_configured_tenants(ws) -> None:  # type: ignore[no-untyped-
     cfg = ws.config()
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("tenants", ["acme"])
-    ctx = build_sensor_context(instance=instance, resources={"tessera_config": TesseraConfigResource(
-        config_path=str(cfg.path))})
+    ctx = build_sensor_context(
+        instance=instance, resources={"tessera_config": TesseraConfigResource(config_path=str(cfg.path))}
+    )
     result = tenant_partitions_sensor(ctx)
     requests = result.dynamic_partitions_requests
     assert len(requests) == 1 and list(requests[0].partition_keys) == ["globex"]

@@ -126,8 +126,9 @@ def test_real_model_offline_matches_raw_encode(model_path) -> None:  # type: ign
 
     from tessera.embedding.sentence import SentenceTransformerEmbedder
 
-    emb = SentenceTransformerEmbedder(EmbeddingConfig(model="sentence-transformers/all-MiniLM-L6-v2",
-                                                      sha256=MODEL_SHA, batch_size=8))
+    emb = SentenceTransformerEmbedder(
+        EmbeddingConfig(model="sentence-transformers/all-MiniLM-L6-v2", sha256=MODEL_SHA, batch_size=8)
+    )
     assert emb.identity.dimension == 384 and emb.identity.max_seq_length == 256
     texts = ["On-call engineers acknowledge pages within five minutes.", "Customs forms for EU shipments."]
     ours = emb.embed_documents(texts)

@@ -81,8 +81,13 @@ def hit_docs(ws: Any, tenant: str, user: str, query: str, k: int = 50) -> list[s
 class FlakyEmbedder:
     """Wraps an embedder; a batch containing ``marker`` fails ``failures`` times (None: always)."""
 
-    def __init__(self, inner: HashEmbedder, marker: str, failures: int | None,
-                 error: type[Exception] = TransientEmbeddingError) -> None:
+    def __init__(
+        self,
+        inner: HashEmbedder,
+        marker: str,
+        failures: int | None,
+        error: type[Exception] = TransientEmbeddingError,
+    ) -> None:
         self.inner = inner
         self.identity = inner.identity
         self.marker = marker
@@ -192,8 +197,14 @@ def out_rev(path: Path) -> str:
 
 
 def test_removed_document_is_deleted_others_untouched(ws: Any) -> None:
-    src = ws.tenant("acme", {"a.md": md_sections("Alpha", 2), "b.md": md_sections("Beta", 2),
-                             "sub/c.md": md_sections("Gamma", 2)})
+    src = ws.tenant(
+        "acme",
+        {
+            "a.md": md_sections("Alpha", 2),
+            "b.md": md_sections("Beta", 2),
+            "sub/c.md": md_sections("Gamma", 2),
+        },
+    )
     ws.run("acme", "r1")
     before = by_doc(ws.rows("acme"))
     assert set(before) == {"a.md", "b.md", "sub/c.md"}
@@ -218,8 +229,12 @@ def test_removed_document_is_deleted_others_untouched(ws: Any) -> None:
 
 
 def test_acl_only_change_reuses_vectors_and_changes_readers(ws: Any) -> None:
-    src = ws.tenant("acme", {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 2)},
-                    groups=["staff"], users={"alice": ["staff"], "bob": ["legal"]})
+    src = ws.tenant(
+        "acme",
+        {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 2)},
+        groups=["staff"],
+        users={"alice": ["staff"], "bob": ["legal"]},
+    )
     ws.run("acme", "r1")
     before = by_doc(ws.rows("acme"))
     query = "Alpha paragraph explains topic1 alpha1 beta1"
@@ -300,8 +315,13 @@ def test_embedding_failure_before_publish_changes_nothing(ws: Any) -> None:
 
 
 def test_transient_embedding_failure_retries_only_that_batch(ws: Any) -> None:
-    ws.tenant("acme", {"a.md": md_sections("Alpha", 6).replace("explains topic2", "explains kaboom"),
-                       "b.md": md_sections("Beta", 6)})
+    ws.tenant(
+        "acme",
+        {
+            "a.md": md_sections("Alpha", 6).replace("explains topic2", "explains kaboom"),
+            "b.md": md_sections("Beta", 6),
+        },
+    )
     flaky = FlakyEmbedder(ws.embedder, "kaboom", failures=1)
     out = ws.run("acme", "r1", embedder=flaky)
 
@@ -351,8 +371,12 @@ def test_new_model_version_gets_separate_tables(ws: Any) -> None:
     assert first["publish"]["table"] == f"chunks__acme__{v1.identity.key}"
 
     tables = set(list_tables(rc1.db))
-    assert {f"chunks__acme__{v1.identity.key}", f"chunks__acme__{v2.identity.key}",
-            f"embed_cache__acme__{v1.identity.key}", f"embed_cache__acme__{v2.identity.key}"} <= tables
+    assert {
+        f"chunks__acme__{v1.identity.key}",
+        f"chunks__acme__{v2.identity.key}",
+        f"embed_cache__acme__{v1.identity.key}",
+        f"embed_cache__acme__{v2.identity.key}",
+    } <= tables
     assert cache_state(ws, "acme", v1)[0] == first["embed"]["unique"]
     assert cache_state(ws, "acme", v2)[0] == first["embed"]["unique"]
 
@@ -467,12 +491,17 @@ def test_missing_source_folder_raises_and_deletes_nothing(ws: Any) -> None:
 
 
 def test_tenants_never_see_each_other(ws: Any) -> None:
-    body = ("# Vacation policy\n\nEmployees of {co} get twenty days of paid vacation per year.\n\n"
-            "## Carry over\n\nAt {co}, up to five unused days carry over to the next year.\n")
-    ws.tenant("acme", {"acme-vacation.md": body.format(co="Acme"),
-                       "acme-travel.md": md_sections("Travel", 2)})
-    ws.tenant("globex", {"globex-vacation.md": body.format(co="Globex"),
-                         "globex-travel.md": md_sections("Travel", 2)})
+    body = (
+        "# Vacation policy\n\nEmployees of {co} get twenty days of paid vacation per year.\n\n"
+        "## Carry over\n\nAt {co}, up to five unused days carry over to the next year.\n"
+    )
+    ws.tenant(
+        "acme", {"acme-vacation.md": body.format(co="Acme"), "acme-travel.md": md_sections("Travel", 2)}
+    )
+    ws.tenant(
+        "globex",
+        {"globex-vacation.md": body.format(co="Globex"), "globex-travel.md": md_sections("Travel", 2)},
+    )
     ws.run("acme", "r1")
     ws.run("globex", "r1")
 
@@ -763,3 +792,43 @@ def test_each_committed_publish_is_tagged(ws: Any) -> None:
     table.checkout(p1["version"])
     assert {r["doc_id"] for r in table.to_arrow().to_pylist()} == {"a.md"}
     assert [p["tag"] for p in ws.context("acme").index.publications()] == ["run-r1", "run-r2"]
+
+
+# ----------------------------------------------------------------------------- chunking failures
+
+
+def test_chunking_failure_quarantines_the_document_and_keeps_its_rows(ws: Any, monkeypatch: Any) -> None:
+    from tessera.chunking.structural import StructuralChunker
+    from tessera.errors import ChunkingError
+
+    src = ws.tenant("acme", {"a.md": md_sections("Alpha", 2), "b.md": md_sections("Beta", 2)})
+    ws.run("acme", "r1")
+    before = by_doc(ws.rows("acme"))
+    (src / "a.md").write_text(md_sections("Alpha", 4), encoding="utf-8")
+    (src / "b.md").write_text(md_sections("Beta", 1), encoding="utf-8")
+    original = StructuralChunker.chunk
+
+    def failing(self: Any, doc: Any, parsed: Any, ctx: Any) -> Any:
+        if doc.doc_id == "a.md":
+            raise ChunkingError("cannot fit")
+        return original(self, doc, parsed, ctx)
+
+    monkeypatch.setattr(StructuralChunker, "chunk", failing)
+    out = ws.run("acme", "r2")
+    assert out["chunk"]["quarantined"] == 1 and out["publish"]["quarantined"] == ["a.md"]
+    after = by_doc(ws.rows("acme"))
+    assert after["a.md"] == before["a.md"]  # kept, not deleted
+    assert len(after["b.md"]) < len(before["b.md"])  # the other document was updated
+    assert verify_step(ws.context("acme", "r2"))[0] == []
+
+
+def test_very_long_headings_shorten_the_breadcrumb_not_the_text(ws: Any) -> None:
+    long_title = " ".join(f"word{i}" for i in range(120))
+    doc = f"# {long_title}\n\n## Second {long_title}\n\nBody text that must be indexed whole.\n"
+    ws.tenant("acme", {"a.md": doc})
+    ws.run("acme", "r1")
+    rows = ws.rows("acme")
+    assert any("Body text that must be indexed whole." in r["text"] for r in rows)
+    for r in rows:
+        assert r["token_count"] <= 256
+        assert r["embedding_text"].endswith(r["text"])

@@ -24,8 +24,9 @@ def doc(title: str, body: str) -> str:
     return f"# {title}\n\n{body}\n"
 
 
-def docs_for(ws: Any, principal: Principal | None, query: str = "policy handbook", k: int = 50,
-             **kw: Any) -> list[str]:
+def docs_for(
+    ws: Any, principal: Principal | None, query: str = "policy handbook", k: int = 50, **kw: Any
+) -> list[str]:
     return [h.doc_id for h in search(ws.config().store.uri, ws.embedder, principal, query, k=k, **kw)]
 
 
@@ -50,8 +51,9 @@ def acl_ws(ws: Any) -> Any:
         groups=["staff"],
         users={"alice": ["staff"], "bob": ["legal"], "carol": [], "dave": ["legal", "staff"], "legal": []},
     )
-    write_policy(src, [{"match": "legal.md", "groups": ["legal"]},
-                       {"match": "personal.md", "readers": ["carol"]}])
+    write_policy(
+        src, [{"match": "legal.md", "groups": ["legal"]}, {"match": "personal.md", "readers": ["carol"]}]
+    )
     ws.run("acme", "r1")
     return ws
 
@@ -105,16 +107,25 @@ def test_principal_groups_come_from_config(acl_ws: Any) -> None:
 
 
 def test_effective_dates_filter_by_default_and_as_of(ws: Any) -> None:
-    src = ws.tenant("acme", {
-        "current.md": doc("Current policy", "The current policy handbook."),
-        "future.md": doc("Future policy", "The future policy handbook."),
-        "past.md": doc("Past policy", "The past policy handbook."),
-    })
-    write_policy(src, [
-        {"match": "future.md", "effective_from": "2999-01-01T00:00:00Z"},
-        {"match": "past.md", "effective_from": "1990-01-01T00:00:00Z",
-         "effective_to": "2000-01-01T00:00:00Z"},
-    ])
+    src = ws.tenant(
+        "acme",
+        {
+            "current.md": doc("Current policy", "The current policy handbook."),
+            "future.md": doc("Future policy", "The future policy handbook."),
+            "past.md": doc("Past policy", "The past policy handbook."),
+        },
+    )
+    write_policy(
+        src,
+        [
+            {"match": "future.md", "effective_from": "2999-01-01T00:00:00Z"},
+            {
+                "match": "past.md",
+                "effective_from": "1990-01-01T00:00:00Z",
+                "effective_to": "2000-01-01T00:00:00Z",
+            },
+        ],
+    )
     ws.run("acme", "r1")
     alice = user(ws, "alice")
 

@@ -40,8 +40,15 @@ def test_publish_guards(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert index.publish(empty, set(), "r0", "c").committed is False  # nothing in scope: no commit
     assert index.table() is None
     row = {f.name: None for f in chunk_schema(4)}
-    row.update(id="x", tenant="acme", doc_id="other.md", revision="r", checksum="c", meta_hash="m",
-               vector=[0.0, 0.0, 0.0, 1.0])
+    row.update(
+        id="x",
+        tenant="acme",
+        doc_id="other.md",
+        revision="r",
+        checksum="c",
+        meta_hash="m",
+        vector=[0.0, 0.0, 0.0, 1.0],
+    )
     rows = pa.Table.from_pylist([row], schema=chunk_schema(4))
     with pytest.raises(PublishError, match="outside the publish scope"):
         index.publish(rows, {"a.md"}, "r1", "c")

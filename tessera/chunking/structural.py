@@ -95,7 +95,7 @@ class StructuralChunker:
 
     def _section(self, parsed: ParsedDocument, sec: Section, ctx: ChunkContext) -> list[Piece]:
         text, cfg = parsed.text, ctx.config
-        crumb = " > ".join(sec.path)
+        crumb = breadcrumb(sec.path, ctx)
         out: list[Piece] = []
         cur: tuple[int, int, set[str]] | None = None
 
@@ -126,13 +126,15 @@ class StructuralChunker:
     def _split(
         self, text: str, s: int, e: int, block: Block | None, sec: Section, ctx: ChunkContext
     ) -> list[Piece]:
-        crumb = " > ".join(sec.path)
+        crumb = breadcrumb(sec.path, ctx)
         if block is not None and block.kind in ("fence", "table"):
             first_line_end = text.find("\n", block.start) + 1 or block.end
             header_end = first_line_end
             if block.kind == "table":
                 header_end = text.find("\n", first_line_end) + 1 or block.end
             context = text[block.start : header_end].rstrip("\n")
+            if ctx.tokens(render(crumb, context, "")) > ctx.config.max_tokens // 2:
+                context = ""  # a header too long to repeat: parts go without it
             flag = "fence_split" if block.kind == "fence" else "table_split"
             return _pack_lines(text, s, e, header_end, context, crumb, sec, _kind(block), flag, ctx)
         size = min(ctx.config.target_tokens, ctx.config.max_tokens - ctx.tokens(render(crumb, "", "")))
@@ -140,6 +142,26 @@ class StructuralChunker:
             text, s, e, ctx, size, ctx.config.overlap_tokens, lambda t: render(crumb, "", t)
         )
         return [Piece(a, b, sec, "text", flags=("windowed",)) for a, b in spans]
+
+
+def breadcrumb(path: tuple[str, ...], ctx: ChunkContext) -> str:
+    """``"A > B > C"``, shortened to at most a quarter of the budget.
+
+    The breadcrumb is context for the embedding, not content: outer headings are dropped
+    first (``"… > C"``), then the innermost heading is cut. The chunk text is never cut.
+    """
+    limit = ctx.config.max_tokens // 4
+    crumb = " > ".join(path)
+    if not crumb or ctx.tokens(crumb) <= limit:
+        return crumb
+    for k in range(1, len(path)):
+        crumb = "… > " + " > ".join(path[k:])
+        if ctx.tokens(crumb) <= limit:
+            return crumb
+    last = path[-1]
+    while last and ctx.tokens(last + "…") > limit:
+        last = last[: len(last) * 3 // 4]
+    return last + "…" if last else ""
 
 
 def render(crumb: str, context: str, body: str) -> str:
@@ -218,7 +240,7 @@ def build_chunks(
     chunks: list[Chunk] = []
     for k, p in enumerate(pieces):
         body = text[p.start : p.end]
-        emb = render(" > ".join(p.section.path), p.context, body)
+        emb = render(breadcrumb(p.section.path, ctx), p.context, body)
         n = ctx.tokens(emb)
         if n > ctx.config.max_tokens:
             raise ChunkingError(f"{doc.doc_id}[{p.start}:{p.end}] has {n} tokens > {ctx.config.max_tokens}")

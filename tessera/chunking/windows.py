@@ -44,6 +44,7 @@ def token_windows(
     i = 0
     while i < n:
         limit = min(n, i + size)
+        fallback = False
         while True:
             j = limit
             while i + 1 < j < n and not boundary[j]:
@@ -55,17 +56,44 @@ def token_windows(
             if ctx.fits(render(sub[cs:ce].strip())):
                 break
             if j - i <= 1:
-                raise ChunkingError(
-                    f"a single token at {start + cs} does not fit max_tokens with its context"
-                )
+                # A word piece re-tokenized alone can need more tokens than in context:
+                # cut this one token's characters instead.
+                fallback = True
+                break
             limit = i + max(1, (j - i) * 9 // 10)
-        s, e = trim(text, start + cs, start + ce)
-        if s < e:
-            out.append((s, e))
+        if fallback:
+            out.extend(_char_windows(text, start + cs, start + ce, ctx, render))
+        else:
+            s, e = trim(text, start + cs, start + ce)
+            if s < e:
+                out.append((s, e))
         if j >= n:
             break
         nxt = j - overlap
         while nxt > i and not boundary[nxt]:
             nxt -= 1
         i = nxt if nxt > i else j
+    return out
+
+
+def _char_windows(
+    text: str, start: int, end: int, ctx: ChunkContext, render: Callable[[str], str]
+) -> list[tuple[int, int]]:
+    """Greedy character windows over ``[start, end)``, each the longest that fits."""
+    out: list[tuple[int, int]] = []
+    a = start
+    while a < end:
+        if not ctx.fits(render(text[a : a + 1].strip())):
+            raise ChunkingError(f"the character at {a} does not fit max_tokens with its context")
+        lo, hi = a + 1, end
+        while lo < hi:  # the largest b in [lo, hi] whose window fits
+            mid = (lo + hi + 1) // 2
+            if ctx.fits(render(text[a:mid].strip())):
+                lo = mid
+            else:
+                hi = mid - 1
+        s, e = trim(text, a, lo)
+        if s < e:
+            out.append((s, e))
+        a = lo
     return out

@@ -8,7 +8,7 @@ reported as a warning on the document, never silently accepted.
 
 from __future__ import annotations
 
-import bisect
+import re
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -96,13 +96,11 @@ def _blocks(tokens: list[Token], text: str, line_starts: list[int], warnings: li
 
 
 def _fence_closed(text: str, line_starts: list[int], a: int, b: int, markup: str) -> bool:
+    """Whether the last line of a top-level fence is its closing fence (CommonMark 4.5)."""
     if b - 1 <= a:
         return False
     last_start = _char(line_starts, b - 1, len(text))
     nl = text.find("\n", last_start)
-    line = text[last_start : nl if nl >= 0 else len(text)].lstrip(" \t>").rstrip()
-    return len(line) >= len(markup) and set(line) == {markup[0]}
-
-
-def line_of(line_starts: list[int], offset: int) -> int:
-    return bisect.bisect_right(line_starts, offset) - 1
+    line = text[last_start : nl if nl >= 0 else len(text)]
+    closer = re.compile(r" {0,3}" + re.escape(markup[0]) + "{" + str(len(markup)) + r",}[ \t]*")
+    return closer.fullmatch(line) is not None

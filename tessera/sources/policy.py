@@ -60,7 +60,7 @@ def load_policy(root: Path, default: AccessRule) -> Policy:
         return Policy(default, ())
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ConfigError(str(path), f"cannot read access policy: {e}") from e
     if not isinstance(data, dict) or set(data) - {"documents"}:
         raise ConfigError(str(path), "expected a mapping with one key, 'documents'")
