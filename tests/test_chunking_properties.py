@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 from tessera.chunking.base import ChunkContext
-from tessera.chunking.structural import StructuralChunker, render, sections
+from tessera.chunking.structural import StructuralChunker, breadcrumb, render, sections
 from tessera.chunking.tokens import TokenCounter
 from tessera.chunking.windows import token_windows, trim
 from tessera.config import ChunkingConfig
@@ -203,7 +203,9 @@ def check_invariants(raw: bytes, parsed: ParsedDocument, chunks: list[Chunk], ct
         assert c.tokenizer_version == ctx.counter.version
         assert c.parser_version == parsed.parser_version
         if c.heading_path:
-            assert c.embedding_text.startswith(" > ".join(c.heading_path) + "\n\n")
+            crumb = breadcrumb(c.heading_path, ctx)  # shortened when the headings are long
+            assert c.embedding_text.startswith(crumb + "\n\n")
+            assert ctx.tokens(crumb) <= max(cfg.max_tokens // 4, ctx.tokens(""))
     # (g) unique ids
     ids = [c.id for c in chunks]
     assert len(set(ids)) == len(ids)
@@ -484,11 +486,17 @@ def test_window_with_one_token_of_room_still_fits(chunk_ctx: Callable[..., Chunk
     # A word piece re-tokenized alone can cost more than in context ('##ult' -> 'ul', '##t'):
     # with one token of room the window must fall back to a character cut, not give up.
     ctx = chunk_ctx(max_tokens=32, target_tokens=24, overlap_tokens=0)
-    title = "**bold** pneumonoultramicroscopicsilicovolcanoconiosis aaaaaaaaaaaaaaa"
-    assert ctx.config.max_tokens - ctx.tokens(render(title, "", "")) == 1  # one token of room
-    raw = f"# {title}\n".encode()
-    parsed, chunks = run_chunker(raw, ctx)
-    check_invariants(raw, parsed, chunks, ctx)
+    prefix = "**bold** pneumonoultramicroscopicsilicovolcanoconiosis aaaaaaaaaaaaaaa\n\n"
+    assert ctx.config.max_tokens - ctx.tokens(prefix) == 1  # one token of room
+
+    def render_with_prefix(t: str) -> str:
+        return prefix + t
+
+    text = "pneumonoultramicroscopicsilicovolcanoconiosis ultra"
+    spans = token_windows(text, 0, len(text), ctx, 1, 0, render_with_prefix)
+    assert spans and all(ctx.fits(render_with_prefix(text[a:b])) for a, b in spans)
+    covered = {i for a, b in spans for i in range(a, b)}
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
 
 
 def test_long_word_document_chunks_within_budget(chunk_ctx: Callable[..., ChunkContext]) -> None:
