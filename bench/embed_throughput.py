@@ -40,7 +40,7 @@ def corpus_texts(copies: int) -> list[str]:
 def main() -> int:
     cfg = isolated_config()
     embedder = SentenceTransformerEmbedder(cfg.embedding)
-    model = embedder._model
+    model = embedder.model
     texts = corpus_texts(copies=2)
     bs = cfg.embedding.batch_size
     model.encode(texts[:64], batch_size=bs, normalize_embeddings=True)  # warm-up

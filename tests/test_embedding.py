@@ -146,3 +146,13 @@ def test_max_tokens_above_model_limit_is_refused(ws) -> None:  # type: ignore[no
     ws.chunking = {"max_tokens": 512, "target_tokens": 200, "overlap_tokens": 16}
     with pytest.raises(ConfigError, match="max_seq_length"):
         ws.context("acme")
+
+
+def test_identity_comes_from_configs_and_weights_load_lazily() -> None:
+    from tessera.embedding.sentence import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder(
+        EmbeddingConfig(model="sentence-transformers/all-MiniLM-L6-v2", sha256=MODEL_SHA)
+    )
+    assert (emb.identity.dimension, emb.identity.max_seq_length) == (384, 256)
+    assert emb._model is None  # nothing embedded yet: torch weights not loaded
