@@ -1,6 +1,6 @@
 """Thin asset definitions: each calls one core step and attaches metadata."""
 
-from assets.checks import published_index_integrity
+from assets.checks import mass_deletion_guard, published_index_integrity
 from assets.chunk_embeddings import chunk_embeddings
 from assets.document_chunks import document_chunks
 from assets.parsed_documents import parsed_documents
@@ -9,6 +9,6 @@ from assets.published_index import published_index
 from assets.source_listing import source_listing
 
 INDEXING_ASSETS = [source_listing, parsed_documents, document_chunks, chunk_embeddings, published_index]
-INDEXING_CHECKS = [published_index_integrity]
+INDEXING_CHECKS = [mass_deletion_guard, published_index_integrity]
 
 __all__ = ["INDEXING_ASSETS", "INDEXING_CHECKS", "tenant_partitions"]

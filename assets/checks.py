@@ -5,17 +5,45 @@ from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
+    MetadataValue,
     PreviewWarning,
     asset_check,
 )
 
-from assets.partitions import tenant_partitions
+from assets.partitions import allow_mass_delete, tenant_partitions
 from assets.published_index import published_index
-from resources.runs import TenantRunResource
+from assets.source_listing import source_listing
+from resources.runs import ALLOW_MASS_DELETE_TAG, TenantRunResource
+from tessera.listing import guard_status
 from tessera.run import verify_step
 
 # Partitioned asset checks are a Dagster "preview" feature; we rely on them knowingly.
 warnings.filterwarnings("ignore", category=PreviewWarning, module="dagster")
+
+
+@asset_check(asset=source_listing, partitions_def=tenant_partitions, blocking=True)
+def mass_deletion_guard(
+    context: AssetCheckExecutionContext, tenant_run: TenantRunResource, source_listing: dict[str, Any]
+) -> AssetCheckResult:
+    """Blocks the run when it would delete more of the tenant than its guard allows.
+
+    Override for one run with the run tag ``tessera/allow_mass_delete=true``.
+    """
+    rc = tenant_run.from_manifest(source_listing, context.run.run_id, allow_mass_delete(context))
+    plan = guard_status(rc)
+    return AssetCheckResult(
+        passed=not plan["blocked"],
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "to_delete": plan["to_delete"],
+            "live_documents": plan["live_documents"],
+            "fraction": plan["fraction"],
+            "max_fraction": plan["max_fraction"],
+            "override": plan["override"],
+            "override_tag": ALLOW_MASS_DELETE_TAG,
+            "would_delete": MetadataValue.json(plan["documents"]),
+        },
+    )
 
 
 @asset_check(asset=published_index, partitions_def=tenant_partitions, blocking=True)

@@ -2,7 +2,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import counts, manifest, tenant_partitions
+from assets.partitions import call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.run import embed_step
 
@@ -13,5 +13,5 @@ def chunk_embeddings(
 ) -> Output[dict[str, Any]]:
     """Vectors for the staged chunks: cache hits reused, misses embedded in retried batches."""
     rc = tenant_run.from_manifest(document_chunks, context.run_id)
-    summary = embed_step(rc)
+    summary = call_step(embed_step, rc)
     return Output(manifest(summary, rc.tenant, document_chunks["workspace_id"]), metadata=counts(summary))

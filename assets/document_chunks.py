@@ -2,7 +2,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import counts, manifest, tenant_partitions
+from assets.partitions import call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.run import chunk_step
 
@@ -13,5 +13,5 @@ def document_chunks(
 ) -> Output[dict[str, Any]]:
     """Chunks of the changed documents, within the model's token budget (staged on disk)."""
     rc = tenant_run.from_manifest(parsed_documents, context.run_id)
-    summary = chunk_step(rc)
+    summary = call_step(chunk_step, rc)
     return Output(manifest(summary, rc.tenant, parsed_documents["workspace_id"]), metadata=counts(summary))

@@ -2,7 +2,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import counts, manifest, tenant_partitions
+from assets.partitions import call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.run import parse_step
 
@@ -16,5 +16,5 @@ def parsed_documents(
     Documents that fail to parse are quarantined with a typed reason; their old chunks stay.
     """
     rc = tenant_run.from_manifest(source_listing, context.run_id)
-    summary = parse_step(rc)
+    summary = call_step(parse_step, rc)
     return Output(manifest(summary, rc.tenant, source_listing["workspace_id"]), metadata=counts(summary))

@@ -1,8 +1,15 @@
 """Tenants are dynamic partitions, added from the configuration file by a sensor or the CLI."""
 
+from collections.abc import Callable
 from typing import Any
 
-from dagster import DynamicPartitionsDefinition, MetadataValue
+from dagster import DagsterError, DynamicPartitionsDefinition, Failure, MetadataValue
+
+from resources.runs import ALLOW_MASS_DELETE_TAG
+from tessera.errors import ConfigError, MassDeletionBlocked, ModelIdentityError, PermanentEmbeddingError
+from tessera.run import RunContext
+
+PERMANENT = (ConfigError, MassDeletionBlocked, ModelIdentityError, PermanentEmbeddingError)
 
 tenant_partitions = DynamicPartitionsDefinition(name="tenants")
 
@@ -21,3 +28,23 @@ def counts(summary: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(value, dict | list):
             out[key] = MetadataValue.json(value)
     return out
+
+
+def run_tags(context: Any) -> dict[str, str]:
+    try:
+        return dict(context.run.tags)
+    except (DagsterError, AttributeError):  # direct invocation has no run
+        return {}
+
+
+def allow_mass_delete(context: Any) -> bool:
+    """Whether the run carries the explicit mass-deletion override tag."""
+    return run_tags(context).get(ALLOW_MASS_DELETE_TAG, "").lower() == "true"
+
+
+def call_step(step: Callable[[RunContext], dict[str, Any]], rc: RunContext) -> dict[str, Any]:
+    """Run a core step; errors that a retry cannot fix fail without spending retries."""
+    try:
+        return step(rc)
+    except PERMANENT as e:
+        raise Failure(description=f"{type(e).__name__}: {e}", allow_retries=False) from e

@@ -2,7 +2,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import counts, manifest, tenant_partitions
+from assets.partitions import allow_mass_delete, call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.run import publish_step
 
@@ -15,6 +15,6 @@ def published_index(
 
     Staged rows are checked first; nothing changed means no new table version.
     """
-    rc = tenant_run.from_manifest(chunk_embeddings, context.run_id)
-    summary = publish_step(rc)
+    rc = tenant_run.from_manifest(chunk_embeddings, context.run_id, allow_mass_delete(context))
+    summary = call_step(publish_step, rc)
     return Output(manifest(summary, rc.tenant, chunk_embeddings["workspace_id"]), metadata=counts(summary))

@@ -2,7 +2,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import counts, manifest, tenant_partitions
+from assets.partitions import call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.run import list_step
 
@@ -11,8 +11,9 @@ from tessera.run import list_step
 def source_listing(context: AssetExecutionContext, tenant_run: TenantRunResource) -> Output[dict[str, Any]]:
     """The tenant's documents with revisions and ACLs, diffed against the live index.
 
-    A failed or unprovable listing raises here, before anything downstream can delete.
+    A failed or unprovable listing raises here, before anything downstream can delete; the
+    verdict and its proof (e.g. "folder exists and lists 0 files") are in the metadata.
     """
     rc = tenant_run.context_for(context.partition_key, context.run_id)
-    summary = list_step(rc)
+    summary = call_step(list_step, rc)
     return Output(manifest(summary, rc.tenant, rc.workspace_id or rc.run_id), metadata=counts(summary))

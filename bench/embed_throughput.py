@@ -19,7 +19,7 @@ from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.embedding.model_files import model_dir
 from tessera.embedding.sentence import SentenceTransformerEmbedder
 from tessera.parsing.base import get_parser
-from tessera.sources.folder import FolderConnector
+from tessera.sources.registry import connector_for
 from tessera.store.db import connect
 
 
@@ -28,7 +28,7 @@ def corpus_texts(copies: int) -> list[str]:
     emb_key = "bench"
     texts: list[str] = []
     for tenant, tcfg in sorted(cfg.tenants.items()):
-        conn = FolderConnector(tenant, tcfg.source.path, tcfg.default_access)
+        conn = connector_for(tcfg)
         ctx = ChunkContext(cfg.chunking, load_counter(model_dir(cfg.embedding)), emb_key)
         for doc in conn.list().documents:
             parsed = get_parser(doc.content_type).parse(doc, conn.read(doc))

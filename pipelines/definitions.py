@@ -6,31 +6,40 @@ from dagster import Definitions
 
 from assets import INDEXING_ASSETS, INDEXING_CHECKS
 from pipelines.jobs import index_tenant_job
-from pipelines.sensors import tenant_partitions_sensor
+from pipelines.schedules import build_rebuild_schedule
+from pipelines.sensors import source_change_sensor, tenant_partitions_sensor
 from resources import (
+    ConfiguredSourceResource,
     EmbedderResource,
     FakeEmbedderResource,
     SentenceTransformerEmbedderResource,
+    SourceResource,
     TenantRunResource,
     TesseraConfigResource,
 )
 
+DEFAULT_CONFIG = "examples/tessera.yaml"
 
-def build_definitions(config_path: str | None = None, fake_embedder: bool = False) -> Definitions:
+
+def build_definitions(
+    config_path: str | None = None, fake_embedder: bool = False, sources: SourceResource | None = None
+) -> Definitions:
     config = TesseraConfigResource(
-        config_path=config_path or os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml")
+        config_path=config_path or os.environ.get("TESSERA_CONFIG", DEFAULT_CONFIG)
     )
     embedder: EmbedderResource = (
         FakeEmbedderResource() if fake_embedder else SentenceTransformerEmbedderResource()
     )
+    source_resource = sources or ConfiguredSourceResource()
     return Definitions(
         assets=INDEXING_ASSETS,
         asset_checks=INDEXING_CHECKS,
         jobs=[index_tenant_job],
-        sensors=[tenant_partitions_sensor],
+        schedules=[build_rebuild_schedule(config.load().schedule_cron)],
+        sensors=[tenant_partitions_sensor, source_change_sensor],
         resources={
             "tessera_config": config,
-            "tenant_run": TenantRunResource(config=config, embedder=embedder),
+            "tenant_run": TenantRunResource(config=config, embedder=embedder, sources=source_resource),
         },
     )
 

@@ -30,6 +30,15 @@ concurrency:
         value:
           applyLimitPerUniqueValue: true
         limit: 1
+# Run-level retries re-run a crashed run worker (e.g. SIGKILL) from the failed step; step
+# failures are not retried at run level: transient embedding errors are retried per batch in
+# the core, and permanent ones (bad config, the mass-deletion guard) must not be retried.
+run_retries:
+  enabled: true
+  max_retries: 0
+  retry_on_asset_or_op_failure: false
+run_monitoring:
+  enabled: true
 telemetry:
   enabled: false
 """

@@ -109,6 +109,40 @@ def _cmd_restore(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
+def _cmd_sources_check(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.listing import check_sources
+    from tessera.run import RunContext
+
+    embedder = make_embedder(cfg, args.fake_embedder)
+    status = check_sources(RunContext(cfg, args.tenant, "sources-check", embedder))
+    if args.json:
+        print(json.dumps(status, indent=2))
+        return 0
+    d = status["deletion"]
+    print(f"tenant {status['tenant']}: {status['verdict']}  ({status['proof']})")
+    print(
+        f"documents {status['documents']}, changed {status['changed']}, metadata-only {status['meta_only']}, "
+        f"removed {status['removed']}, unreadable {len(status['failed'])}"
+    )
+    if d["blocked"]:
+        print(f"a run would be BLOCKED by the mass-deletion guard: {d['to_delete']} of {d['live_documents']}")
+    return 0
+
+
+def _cmd_purge(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.config import validate_tenant_id
+    from tessera.store.db import connect
+    from tessera.store.purge import purge_tenant
+
+    validate_tenant_id(args.tenant)  # a tenant removed from the config can still be purged
+    if not args.yes:
+        print(f"refusing to purge {args.tenant!r} without --yes", file=sys.stderr)
+        return 2
+    report = purge_tenant(connect(cfg.store.uri), cfg.store.uri, cfg.store.work_dir, args.tenant)
+    print(f"purged tenant {args.tenant}: tables {report['tables']}, paths {report['paths']}")
+    return 0
+
+
 def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     print(f"{cfg.path}: ok, tenants {sorted(cfg.tenants)}, store {cfg.store.uri}")
     return 0
@@ -146,6 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--version", type=int, required=True)
     rs.add_argument("--run-id")
     rs.set_defaults(func=_cmd_restore)
+    src = sub.add_parser("sources", help="source connectors").add_subparsers(
+        dest="sources_cmd", required=True
+    )
+    chk = src.add_parser("check", help="list a tenant's source: verdict and counts, without indexing")
+    chk.add_argument("--tenant", required=True)
+    chk.add_argument("--json", action="store_true")
+    chk.set_defaults(func=_cmd_sources_check)
+    ten = sub.add_parser("tenant", help="tenant data").add_subparsers(dest="tenant_cmd", required=True)
+    pur = ten.add_parser("purge", help="delete ALL of a tenant's tables, caches, sources and runs")
+    pur.add_argument("tenant")
+    pur.add_argument("--yes", action="store_true", help="confirm the deletion")
+    pur.set_defaults(func=_cmd_purge)
     c = sub.add_parser("config", help="validate the configuration file")
     c.set_defaults(func=_cmd_config)
     return p

@@ -73,8 +73,23 @@ class UserEntry:
 
 @dataclass(frozen=True)
 class SourceConfig:
+    """Where a tenant's documents live. ``kind`` selects the connector.
+
+    folder: ``path``. s3: ``bucket``, ``prefix``, optional ``endpoint_url`` (MinIO and other
+    S3-compatible stores) and ``region``; credentials come from the environment, never from
+    this file. git: ``repo`` (a local clone or bare repository), ``ref``, optional ``subdir``.
+    """
+
     kind: str
-    path: Path
+    path: Path | None = None
+    bucket: str = ""
+    prefix: str = ""
+    endpoint_url: str | None = None
+    region: str = "us-east-1"
+    repo: Path | None = None
+    ref: str = "HEAD"
+    subdir: str = ""
+    timeout_seconds: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,8 @@ class TenantConfig:
     source: SourceConfig
     default_access: AccessRule
     users: Mapping[str, UserEntry] = field(default_factory=dict)
+    max_delete_fraction: float = 0.3
+    guard_min_documents: int = 10
 
 
 @dataclass(frozen=True)
@@ -92,6 +109,7 @@ class TesseraConfig:
     embedding: EmbeddingConfig
     chunking: ChunkingConfig
     tenants: Mapping[str, TenantConfig]
+    schedule_cron: str = "0 2 * * *"
 
     def tenant(self, tenant_id: str) -> TenantConfig:
         try:
@@ -236,12 +254,14 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
     key = f"tenants.{tenant_id}"
     validate_tenant_id(tenant_id, key)
     mapping = _mapping(data, key)
-    _check_keys(mapping, key, {"source", "access"})
-    source = _mapping(mapping.get("source"), f"{key}.source")
-    _check_keys(source, f"{key}.source", {"kind", "path"})
-    kind = _str(source, "kind", f"{key}.source")
-    if kind != "folder":
-        raise ConfigError(f"{key}.source.kind", f"unsupported source kind {kind!r}; supported: ['folder']")
+    _check_keys(mapping, key, {"source", "access", "guard"})
+    guard = _mapping(mapping.get("guard"), f"{key}.guard")
+    _check_keys(guard, f"{key}.guard", {"max_delete_fraction", "min_documents"})
+    fraction = guard.get("max_delete_fraction", 0.3)
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
+        raise ConfigError(
+            f"{key}.guard.max_delete_fraction", f"expected a number in [0, 1], got {fraction!r}"
+        )
     access = _mapping(mapping.get("access"), f"{key}.access")
     _check_keys(access, f"{key}.access", {"default", "users"})
     default = parse_access_rule(access.get("default"), f"{key}.access.default")
@@ -257,15 +277,71 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
         users[user] = UserEntry(groups=_names(emap.get("groups"), f"{ukey}.groups"))
     return TenantConfig(
         tenant_id=tenant_id,
-        source=SourceConfig(kind=kind, path=_resolve(base, _str(source, "path", f"{key}.source"))),
+        source=_source(_mapping(mapping.get("source"), f"{key}.source"), f"{key}.source", base),
         default_access=default,
         users=users,
+        max_delete_fraction=float(fraction),
+        guard_min_documents=_int(guard, "min_documents", f"{key}.guard", 10, 0, 1_000_000),
+    )
+
+
+_SOURCE_KEYS = {
+    "folder": {"path"},
+    "s3": {"bucket", "prefix", "endpoint_url", "region"},
+    "git": {"repo", "ref", "subdir"},
+}
+
+
+def _source(data: Mapping[str, Any], key: str, base: Path) -> SourceConfig:
+    kind = _str(data, "kind", key)
+    if kind not in _SOURCE_KEYS:
+        raise ConfigError(
+            f"{key}.kind", f"unsupported source kind {kind!r}; supported: {sorted(_SOURCE_KEYS)}"
+        )
+    _check_keys(data, key, {"kind", "timeout_seconds"} | _SOURCE_KEYS[kind])
+    timeout = data.get("timeout_seconds", 30.0)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
+        raise ConfigError(f"{key}.timeout_seconds", f"expected seconds in (0, 3600], got {timeout!r}")
+    if kind == "folder":
+        return SourceConfig(
+            kind, path=_resolve(base, _str(data, "path", key)), timeout_seconds=float(timeout)
+        )
+    if kind == "s3":
+        bucket = _str(data, "bucket", key)
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
+            raise ConfigError(f"{key}.bucket", f"invalid bucket name {bucket!r}")
+        prefix = _str(data, "prefix", key, "")
+        if prefix.startswith("/") or ".." in prefix.split("/"):
+            raise ConfigError(f"{key}.prefix", f"invalid prefix {prefix!r}")
+        endpoint = data.get("endpoint_url")
+        if endpoint is not None and (not isinstance(endpoint, str) or not re.match(r"https?://", endpoint)):
+            raise ConfigError(f"{key}.endpoint_url", f"expected an http(s) URL, got {endpoint!r}")
+        return SourceConfig(
+            kind,
+            bucket=bucket,
+            prefix=prefix,
+            endpoint_url=endpoint,
+            region=_str(data, "region", key, "us-east-1"),
+            timeout_seconds=float(timeout),
+        )
+    ref = _str(data, "ref", key, "HEAD")
+    if ref.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/@^~{}-]+", ref):
+        raise ConfigError(f"{key}.ref", f"invalid git ref {ref!r}")
+    subdir = _str(data, "subdir", key, "").strip("/")
+    if ".." in subdir.split("/"):
+        raise ConfigError(f"{key}.subdir", f"invalid subdir {subdir!r}")
+    return SourceConfig(
+        kind,
+        repo=_resolve(base, _str(data, "repo", key)),
+        ref=ref,
+        subdir=subdir,
+        timeout_seconds=float(timeout),
     )
 
 
 def config_from_mapping(data: object, path: Path) -> TesseraConfig:
     root = _mapping(data, "<root>")
-    _check_keys(root, "", {"store", "embedding", "chunking", "tenants"})
+    _check_keys(root, "", {"store", "embedding", "chunking", "tenants", "schedule"})
     base = path.parent.resolve()
     tenants_raw = _mapping(root.get("tenants"), "tenants")
     tenants = {str(t): _tenant(str(t), v, base) for t, v in tenants_raw.items()}
@@ -275,7 +351,16 @@ def config_from_mapping(data: object, path: Path) -> TesseraConfig:
         embedding=_embedding(_mapping(root.get("embedding"), "embedding"), base),
         chunking=parse_chunking(_mapping(root.get("chunking"), "chunking")),
         tenants=tenants,
+        schedule_cron=_cron(_mapping(root.get("schedule"), "schedule")),
     )
+
+
+def _cron(data: Mapping[str, Any]) -> str:
+    _check_keys(data, "schedule", {"cron"})
+    cron = _str(data, "cron", "schedule", "0 2 * * *")
+    if len(cron.split()) != 5 or not re.fullmatch(r"[0-9*/,\- ]+", cron):
+        raise ConfigError("schedule.cron", f"expected a 5-field cron expression, got {cron!r}")
+    return cron
 
 
 def load_config(path: str | Path) -> TesseraConfig:

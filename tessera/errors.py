@@ -52,6 +52,14 @@ class PublishError(TesseraError):
     """Staging, checks or the commit failed; the previous version stays current."""
 
 
+class MassDeletionBlocked(PublishError):
+    """The run would delete more of a tenant than its guard allows; needs an explicit override."""
+
+    def __init__(self, message: str, plan: dict[str, object]) -> None:
+        self.plan = plan
+        super().__init__(message)
+
+
 class TenantLockedError(PublishError):
     """Another run holds this tenant's writer lock."""
 

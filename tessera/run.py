@@ -10,159 +10,50 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from functools import cached_property
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from tessera.checks import check_offsets, check_published, check_rows
-from tessera.chunking.base import ChunkContext
 from tessera.chunking.registry import get_chunker
-from tessera.chunking.tokens import TokenCounter, load_counter
-from tessera.config import TesseraConfig
-from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.cache import EmbeddingCache, embed_with_cache
-from tessera.embedding.model_files import model_dir
-from tessera.errors import ChunkingError, ConfigError, DocumentError, PublishError
+from tessera.errors import (
+    ChunkingError,
+    DocumentError,
+    MassDeletionBlocked,
+    PublishError,
+)
+from tessera.listing import guard_status, list_step
 from tessera.parsing.base import get_parser
+from tessera.run_context import RunContext
 from tessera.serde import (
     chunk_from_json,
     chunk_to_json,
     doc_from_json,
-    doc_to_json,
     parsed_from_json,
     parsed_to_json,
 )
-from tessera.sources.base import SourceConnector
-from tessera.sources.folder import FolderConnector
-from tessera.store.blobs import BlobStore
-from tessera.store.db import connect
-from tessera.store.index import TenantIndex
 from tessera.store.lock import tenant_lock
 from tessera.store.schema import build_rows
 from tessera.types import SourceDocument
 
-
-@dataclass
-class RunContext:
-    """Everything one tenant run needs; build it once per run."""
-
-    config: TesseraConfig
-    tenant: str
-    run_id: str
-    embedder: Embedder
-    connector: SourceConnector | None = None
-    counter: TokenCounter | None = None
-    workspace_id: str = ""
-    sleep: Callable[[float], None] = time.sleep
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.config.tenant(self.tenant)  # validates
-        if self.connector is None:
-            t = self.config.tenant(self.tenant)
-            self.connector = FolderConnector(self.tenant, t.source.path, t.default_access)
-        if self.counter is None:
-            self.counter = load_counter(model_dir(self.config.embedding))
-        limit = self.embedder.identity.max_seq_length
-        if self.config.chunking.max_tokens > limit:
-            raise ConfigError(
-                "chunking.max_tokens",
-                f"{self.config.chunking.max_tokens} exceeds the model's max_seq_length {limit}: "
-                "chunks would be silently truncated",
-            )
-
-    @property
-    def workspace(self) -> Path:
-        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.workspace_id or self.run_id)
-        return self.config.store.work_dir / self.tenant / safe
-
-    @cached_property
-    def db(self) -> Any:
-        return connect(self.config.store.uri)
-
-    @cached_property
-    def index(self) -> TenantIndex:
-        ident = self.embedder.identity
-        return TenantIndex(self.db, self.tenant, ident.key, ident.dimension)
-
-    @cached_property
-    def blobs(self) -> BlobStore:
-        return BlobStore(self.config.store.uri)
-
-    @cached_property
-    def chunk_context(self) -> ChunkContext:
-        assert self.counter is not None
-        return ChunkContext(
-            config=self.config.chunking,
-            counter=self.counter,
-            model_hash=self.embedder.identity.hash,
-            document_prefix=self.embedder.identity.document_prefix,
-        )
-
-    def write(self, name: str, data: Any) -> None:
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        tmp = self.workspace / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(self.workspace / name)
-
-    def read(self, name: str) -> Any:
-        path = self.workspace / name
-        if not path.exists():
-            raise PublishError(f"{path} is missing: run the upstream step first")
-        return json.loads(path.read_text(encoding="utf-8"))
+__all__ = [
+    "RunContext",
+    "chunk_step",
+    "embed_step",
+    "list_step",
+    "parse_step",
+    "publish_step",
+    "run_tenant",
+    "verify_step",
+]
 
 
 def _doc_file(doc_id: str) -> str:
     return hashlib.sha256(doc_id.encode()).hexdigest()[:32] + ".json"
-
-
-def list_step(rc: RunContext) -> dict[str, Any]:
-    """Enumerate the source, diff it against what is live, and store changed raw bytes."""
-    assert rc.connector is not None
-    listing = rc.connector.list()
-    live = rc.index.manifest()
-    cfg_hash = rc.chunk_context.config_hash
-    changed, meta_only = [], []
-    for doc in listing.documents:
-        state = live.get(doc.doc_id)
-        if state is None or state.revision != doc.revision or state.config_hash != cfg_hash:
-            changed.append(doc.doc_id)
-        elif state.meta_hash != doc.meta_hash:
-            meta_only.append(doc.doc_id)
-    listed = {d.doc_id for d in listing.documents}
-    removed = sorted(set(live) - listed)
-    by_id = {d.doc_id: d for d in listing.documents}
-    for doc_id in changed + meta_only:
-        rc.blobs.put(rc.tenant, rc.connector.read(by_id[doc_id]))
-    summary = {
-        "tenant": rc.tenant,
-        "workspace_id": rc.workspace_id or rc.run_id,
-        "verdict": listing.verdict.value,
-        "proof": listing.proof,
-        "documents": len(listing.documents),
-        "changed": len(changed),
-        "meta_only": len(meta_only),
-        "removed": len(removed),
-        "unchanged": len(listing.documents) - len(changed) - len(meta_only),
-    }
-    rc.write(
-        "listing.json",
-        {
-            "summary": summary,
-            "documents": [doc_to_json(d) for d in listing.documents],
-            "to_parse": changed + meta_only,
-            "meta_only": meta_only,
-            "removed": removed,
-        },
-    )
-    return summary
 
 
 def _listing(rc: RunContext) -> tuple[dict[str, Any], dict[str, SourceDocument]]:
@@ -258,8 +149,8 @@ def embed_step(rc: RunContext) -> dict[str, Any]:
 
 
 def _quarantined(rc: RunContext) -> set[str]:
-    """Documents that failed to parse or chunk: neither updated nor deleted this run."""
-    failed = rc.read("parse_report.json")["quarantined"]
+    """Documents that failed to download, parse or chunk: neither updated nor deleted."""
+    failed = rc.read("listing.json").get("quarantined", []) + rc.read("parse_report.json")["quarantined"]
     if (rc.workspace / "chunk_report.json").exists():
         failed = failed + rc.read("chunk_report.json")["quarantined"]
     return {q["doc_id"] for q in failed}
@@ -280,6 +171,14 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     if problems:
         raise PublishError(f"staged rows failed checks: {problems[:5]}")
     quarantined = _quarantined(rc)
+    deletion = guard_status(rc)
+    if deletion["blocked"]:
+        raise MassDeletionBlocked(
+            f"run would delete {deletion['to_delete']} of {deletion['live_documents']} documents "
+            f"({deletion['fraction']:.0%} > {deletion['max_fraction']:.0%}); "
+            "rerun with the override to allow it",
+            deletion,
+        )
     with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
         live = rc.index.manifest()
         scope = (set(data["to_parse"]) - quarantined) | set(data["removed"])

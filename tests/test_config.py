@@ -160,7 +160,10 @@ INVALID: list[tuple[str, str, Any, str]] = [
     ("user name starts with dash", f"{T}.access.users", {"-bob": {}}, f"{T}.access.users.-bob"),
     ("user unknown key", f"{T}.access.users.alice.role", "admin", f"{T}.access.users.alice.role"),
     ("user groups not a list", f"{T}.access.users.alice.groups", "staff", f"{T}.access.users.alice.groups"),
-    ("source kind s3", f"{T}.source.kind", "s3", f"{T}.source.kind"),
+    ("source kind ftp", f"{T}.source.kind", "ftp", f"{T}.source.kind"),
+    ("guard fraction above 1", f"{T}.guard", {"max_delete_fraction": 1.5}, f"{T}.guard.max_delete_fraction"),
+    ("guard unknown key", f"{T}.guard", {"max_deletes": 3}, f"{T}.guard.max_deletes"),
+    ("source timeout zero", f"{T}.source.timeout_seconds", 0, f"{T}.source.timeout_seconds"),
     ("source kind missing", f"{T}.source.kind", None, f"{T}.source.kind"),
     ("source unknown key", f"{T}.source.bucket", "b", f"{T}.source.bucket"),
     ("tenant unknown key", f"{T}.schedule", "daily", f"{T}.schedule"),
@@ -458,3 +461,63 @@ def test_policy_not_utf8(tmp_path: Path) -> None:
 def test_policy_bad_top_level(data: object, tmp_path: Path) -> None:
     e = policy_error(tmp_path, data)
     assert e.key == str(tmp_path / POLICY_FILE)
+
+
+@pytest.mark.parametrize(
+    ("source", "key"),
+    [
+        ({"kind": "s3", "bucket": "Bad_Bucket"}, "source.bucket"),
+        ({"kind": "s3", "bucket": "docs", "prefix": "/abs"}, "source.prefix"),
+        ({"kind": "s3", "bucket": "docs", "endpoint_url": "ftp://x"}, "source.endpoint_url"),
+        ({"kind": "s3", "bucket": "docs", "path": "x"}, "source.path"),
+        ({"kind": "git", "repo": "r", "ref": "-x"}, "source.ref"),
+        ({"kind": "git", "repo": "r", "ref": "main", "subdir": "../up"}, "source.subdir"),
+        ({"kind": "git"}, "source.repo"),
+    ],
+)
+def test_s3_and_git_sources_are_validated(tmp_path: Path, source: dict[str, object], key: str) -> None:
+    data = {
+        "store": {"uri": "index"},
+        "embedding": {"model": "m"},
+        "tenants": {"acme": {"source": source, "access": {"default": {"groups": ["staff"]}}}},
+    }
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping(data, tmp_path / "tessera.yaml")
+    assert err.value.key == f"tenants.acme.{key}"
+
+
+def test_s3_git_sources_and_schedule_load(tmp_path: Path) -> None:
+    data = {
+        "store": {"uri": "index"},
+        "embedding": {"model": "m"},
+        "schedule": {"cron": "30 3 * * 1-5"},
+        "tenants": {
+            "acme": {
+                "source": {
+                    "kind": "s3",
+                    "bucket": "docs",
+                    "prefix": "acme/",
+                    "endpoint_url": "http://127.0.0.1:9",
+                },
+                "access": {"default": {"groups": ["staff"]}},
+                "guard": {"max_delete_fraction": 0.5, "min_documents": 3},
+            },
+            "code": {
+                "source": {"kind": "git", "repo": "repos/code", "ref": "v1.2", "subdir": "docs/"},
+                "access": {"default": {"groups": ["eng"]}},
+            },
+        },
+    }
+    cfg = config_from_mapping(data, tmp_path / "tessera.yaml")
+    assert cfg.schedule_cron == "30 3 * * 1-5"
+    acme, code = cfg.tenants["acme"], cfg.tenants["code"]
+    assert (acme.source.bucket, acme.source.prefix, acme.max_delete_fraction, acme.guard_min_documents) == (
+        "docs",
+        "acme/",
+        0.5,
+        3,
+    )
+    assert code.source.repo == (tmp_path / "repos/code").resolve() and code.source.subdir == "docs"
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping({**data, "schedule": {"cron": "every night"}}, tmp_path / "t.yaml")
+    assert err.value.key == "schedule.cron"

@@ -17,7 +17,7 @@ from assets.published_index import published_index
 from assets.source_listing import source_listing
 from pipelines.definitions import build_definitions
 from pipelines.sensors import tenant_partitions_sensor
-from resources import FakeEmbedderResource, TenantRunResource, TesseraConfigResource
+from resources import ConfiguredSourceResource, FakeEmbedderResource, TenantRunResource, TesseraConfigResource
 
 DOCS = {
     "guide.md": (
@@ -31,7 +31,9 @@ def _resources(config_path: str) -> dict[str, object]:
     config = TesseraConfigResource(config_path=config_path)
     return {
         "tessera_config": config,
-        "tenant_run": TenantRunResource(config=config, embedder=FakeEmbedderResource()),
+        "tenant_run": TenantRunResource(
+            config=config, embedder=FakeEmbedderResource(), sources=ConfiguredSourceResource()
+        ),
     }
 
 
@@ -57,7 +59,9 @@ def test_assets_can_be_called_directly(ws) -> None:  # type: ignore[no-untyped-d
     ws.tenant("acme", DOCS)
     cfg = ws.config()
     run = TenantRunResource(
-        config=TesseraConfigResource(config_path=str(cfg.path)), embedder=FakeEmbedderResource()
+        config=TesseraConfigResource(config_path=str(cfg.path)),
+        embedder=FakeEmbedderResource(),
+        sources=ConfiguredSourceResource(),
     )
     ctx = build_asset_context(partition_key="acme")
     listing = source_listing(ctx, tenant_run=run).value
@@ -85,7 +89,8 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     )
     assert first.success
     checks = first.get_asset_check_evaluations()
-    assert len(checks) == 1 and checks[0].passed
+    assert {c.check_name for c in checks} == {"mass_deletion_guard", "published_index_integrity"}
+    assert all(c.passed for c in checks)
     pub = first.output_for_node("published_index")
     assert pub["committed"] and pub["version"] is not None
     mats = first.asset_materializations_for_node("published_index")
@@ -111,3 +116,14 @@ def test_sensor_adds_configured_tenants(ws) -> None:  # type: ignore[no-untyped-
     result = tenant_partitions_sensor(ctx)
     requests = result.dynamic_partitions_requests
     assert len(requests) == 1 and list(requests[0].partition_keys) == ["globex"]
+
+
+def test_workspace_yaml_points_at_the_definitions() -> None:
+    import importlib
+
+    import yaml
+    from dagster import Definitions
+
+    spec = yaml.safe_load(open("workspace.yaml", encoding="utf-8"))["load_from"][0]["python_module"]
+    module = importlib.import_module(spec["module_name"])
+    assert isinstance(getattr(module, spec["attribute"]), Definitions)

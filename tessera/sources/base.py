@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from tessera.errors import SourceError
 from tessera.types import SourceDocument
 
 
@@ -20,17 +21,36 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True)
+class DocumentFailure:
+    """A document the listing saw but could not read: quarantined, never deleted."""
+
+    doc_id: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Listing:
     tenant: str
     verdict: Verdict
     documents: tuple[SourceDocument, ...]
     proof: str
+    failed: tuple[DocumentFailure, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.verdict is Verdict.EMPTY and self.documents:
-            raise ValueError("an EMPTY listing cannot hold documents")
-        if self.verdict is Verdict.COMPLETE and not self.documents:
-            raise ValueError("a COMPLETE listing with no documents must be EMPTY with proof")
+        if not isinstance(self.verdict, Verdict):
+            raise SourceError(f"listing for {self.tenant!r} has no valid verdict: {self.verdict!r}")
+        if not self.proof.strip():
+            raise SourceError(f"listing for {self.tenant!r} carries no proof; it cannot be trusted")
+        if self.verdict is Verdict.EMPTY and (self.documents or self.failed):
+            raise SourceError("an EMPTY listing cannot hold documents")
+        if self.verdict is Verdict.COMPLETE and not (self.documents or self.failed):
+            raise SourceError("a COMPLETE listing with no documents must be EMPTY with proof")
+        ids = [d.doc_id for d in self.documents] + [f.doc_id for f in self.failed]
+        if len(set(ids)) != len(ids):
+            raise SourceError(f"listing for {self.tenant!r} names a document twice")
+        if any(d.tenant != self.tenant for d in self.documents):
+            raise SourceError(f"listing for {self.tenant!r} holds another tenant's documents")
 
 
 class SourceConnector(Protocol):

@@ -55,18 +55,29 @@ def _date(value: object, key: str, default: datetime) -> datetime:
 
 
 def load_policy(root: Path, default: AccessRule) -> Policy:
+    """The ``_access.yaml`` of a folder (tenant default only when there is none)."""
     path = root / POLICY_FILE
     if not path.exists():
         return Policy(default, ())
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raw = path.read_bytes()
+    except OSError as e:
         raise ConfigError(str(path), f"cannot read access policy: {e}") from e
+    return parse_policy(raw, default, str(path))
+
+
+def parse_policy(raw: bytes, default: AccessRule, name: str = POLICY_FILE) -> Policy:
+    """Parse policy bytes (from a folder, an S3 object or a git blob); ``name`` labels errors."""
+    try:
+        data = yaml.safe_load(raw.decode("utf-8")) or {}
+    except (UnicodeDecodeError, yaml.YAMLError) as e:
+        raise ConfigError(name, f"cannot read access policy: {e}") from e
     if not isinstance(data, dict) or set(data) - {"documents"}:
-        raise ConfigError(str(path), "expected a mapping with one key, 'documents'")
+        raise ConfigError(name, "expected a mapping with one key, 'documents'")
     rules: list[PolicyRule] = []
+    label = name.rsplit("/", 1)[-1]
     for k, item in enumerate(data.get("documents") or []):
-        key = f"{path.name}.documents[{k}]"
+        key = f"{label}.documents[{k}]"
         if not isinstance(item, dict) or not isinstance(item.get("match"), str):
             raise ConfigError(f"{key}.match", "each rule needs a 'match' glob")
         unknown = set(item) - {"match", "readers", "groups", "effective_from", "effective_to"}

@@ -1,0 +1,93 @@
+"""The context of one tenant run: configuration, embedder, store handles, workspace."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from tessera.chunking.base import ChunkContext
+from tessera.chunking.tokens import TokenCounter, load_counter
+from tessera.config import TesseraConfig
+from tessera.embedding.base import Embedder
+from tessera.embedding.model_files import model_dir
+from tessera.errors import ConfigError, PublishError
+from tessera.sources.base import SourceConnector
+from tessera.sources.registry import connector_for
+from tessera.store.blobs import BlobStore
+from tessera.store.db import connect
+from tessera.store.index import TenantIndex
+
+
+@dataclass
+class RunContext:
+    """Everything one tenant run needs; build it once per run."""
+
+    config: TesseraConfig
+    tenant: str
+    run_id: str
+    embedder: Embedder
+    connector: SourceConnector | None = None
+    counter: TokenCounter | None = None
+    workspace_id: str = ""
+    allow_mass_delete: bool = False
+    sleep: Callable[[float], None] = time.sleep
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.config.tenant(self.tenant)  # validates
+        if self.connector is None:
+            self.connector = connector_for(self.config.tenant(self.tenant))
+        if self.counter is None:
+            self.counter = load_counter(model_dir(self.config.embedding))
+        limit = self.embedder.identity.max_seq_length
+        if self.config.chunking.max_tokens > limit:
+            raise ConfigError(
+                "chunking.max_tokens",
+                f"{self.config.chunking.max_tokens} exceeds the model's max_seq_length {limit}: "
+                "chunks would be silently truncated",
+            )
+
+    @property
+    def workspace(self) -> Path:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.workspace_id or self.run_id)
+        return self.config.store.work_dir / self.tenant / safe
+
+    @cached_property
+    def db(self) -> Any:
+        return connect(self.config.store.uri)
+
+    @cached_property
+    def index(self) -> TenantIndex:
+        ident = self.embedder.identity
+        return TenantIndex(self.db, self.tenant, ident.key, ident.dimension)
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        return BlobStore(self.config.store.uri)
+
+    @cached_property
+    def chunk_context(self) -> ChunkContext:
+        assert self.counter is not None
+        return ChunkContext(
+            config=self.config.chunking,
+            counter=self.counter,
+            model_hash=self.embedder.identity.hash,
+            document_prefix=self.embedder.identity.document_prefix,
+        )
+
+    def write(self, name: str, data: Any) -> None:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        tmp = self.workspace / f".{name}.tmp"
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(self.workspace / name)
+
+    def read(self, name: str) -> Any:
+        path = self.workspace / name
+        if not path.exists():
+            raise PublishError(f"{path} is missing: run the upstream step first")
+        return json.loads(path.read_text(encoding="utf-8"))

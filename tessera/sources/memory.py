@@ -1,0 +1,82 @@
+"""An in-memory connector: the fake behind FakeSourceResource, with scripted outages.
+
+``failure`` simulates what real sources do when they break: ``raise`` (an exception),
+``bare_list`` (a plain ``[]`` instead of a Listing), ``no_proof`` (an empty listing without
+evidence). ``unreadable`` names documents whose download fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from tessera.config import AccessRule
+from tessera.errors import SourceError
+from tessera.parsing.base import parser_for_path
+from tessera.sources.base import Listing, Verdict
+from tessera.sources.policy import POLICY_FILE, parse_policy
+from tessera.types import SourceDocument, sha256_hex
+
+FAILURES = ("", "raise", "bare_list", "no_proof")
+
+
+class MemoryConnector:
+    def __init__(
+        self,
+        tenant: str,
+        files: Mapping[str, str | bytes],
+        default_access: AccessRule,
+        failure: str = "",
+        unreadable: tuple[str, ...] = (),
+    ) -> None:
+        if failure not in FAILURES:
+            raise ValueError(f"failure must be one of {FAILURES}, got {failure!r}")
+        self.tenant = tenant
+        self.files = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in files.items()}
+        self.default_access = default_access
+        self.failure = failure
+        self.unreadable = unreadable
+
+    def list(self) -> Any:
+        if self.failure == "raise":
+            raise ConnectionError("simulated outage: connection reset by peer")
+        if self.failure == "bare_list":
+            return []
+        policy = parse_policy(self.files.get(POLICY_FILE, b""), self.default_access)
+        docs = []
+        for rel, raw in sorted(self.files.items()):
+            content_type = parser_for_path(rel)
+            if rel == POLICY_FILE or content_type is None:
+                continue
+            access, start, end = policy.resolve(rel)
+            docs.append(
+                SourceDocument(
+                    tenant=self.tenant,
+                    doc_id=rel,
+                    uri=f"memory://{self.tenant}/{rel}",
+                    revision=sha256_hex(raw),
+                    content_type=content_type,
+                    readers=access.readers,
+                    groups=access.groups,
+                    effective_from=start,
+                    effective_to=end,
+                    modified_at=datetime(2026, 1, 1, tzinfo=UTC),
+                    size=len(raw),
+                )
+            )
+        if self.failure == "no_proof":
+            return Listing(self.tenant, Verdict.EMPTY, (), "")
+        if not docs:
+            return Listing(
+                self.tenant, Verdict.EMPTY, (), f"memory source of {self.tenant!r} holds no documents"
+            )
+        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), f"memory source: {len(docs)} documents")
+
+    def read(self, doc: SourceDocument) -> bytes:
+        if doc.doc_id in self.unreadable:
+            raise SourceError(f"simulated download failure for {doc.doc_id}")
+        raw = self.files.get(doc.doc_id)
+        if raw is None or sha256_hex(raw) != doc.revision:
+            raise SourceError(f"{doc.doc_id} changed or vanished during the run")
+        return raw
