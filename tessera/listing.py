@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tessera.errors import DocumentError, SourceError
+from tessera.errors import DocumentError, SourceError, TesseraError
 from tessera.run_context import RunContext
 from tessera.serde import doc_to_json
 from tessera.sources.base import Listing
@@ -17,7 +17,7 @@ def _enumerate(rc: RunContext) -> Listing:
     assert rc.connector is not None
     try:
         listing = rc.connector.list()
-    except SourceError:
+    except TesseraError:  # SourceError, or a ConfigError in a policy file: already typed
         raise
     except Exception as e:  # a connector bug or outage is a failed listing, never an empty one
         raise SourceError(f"listing {rc.tenant!r} failed: {type(e).__name__}: {e}") from e
