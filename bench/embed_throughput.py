@@ -27,7 +27,7 @@ def corpus_texts(copies: int) -> list[str]:
     cfg = isolated_config()
     emb_key = "bench"
     texts: list[str] = []
-    for tenant, tcfg in sorted(cfg.tenants.items()):
+    for _tenant, tcfg in sorted(cfg.tenants.items()):
         conn = connector_for(tcfg)
         ctx = ChunkContext(cfg.chunking, load_counter(model_dir(cfg.embedding)), emb_key)
         for doc in conn.list().documents:

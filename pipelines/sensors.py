@@ -2,7 +2,15 @@
 
 from collections.abc import Iterator
 
-from dagster import RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
+from dagster import (
+    AddDynamicPartitionsRequest,
+    DeleteDynamicPartitionsRequest,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
 
 from assets import tenant_partitions
 from pipelines.jobs import RUN_TAGS, index_tenant_job
@@ -25,7 +33,7 @@ def tenant_partitions_sensor(
     configured = set(tessera_config.load().tenants)
     known = set(context.instance.get_dynamic_partitions(PARTITIONS))
     new, gone = sorted(configured - known), sorted(known - configured)
-    requests = []
+    requests: list[AddDynamicPartitionsRequest | DeleteDynamicPartitionsRequest] = []
     if new:
         requests.append(tenant_partitions.build_add_request(new))
     if gone:

@@ -124,6 +124,7 @@ def test_workspace_yaml_points_at_the_definitions() -> None:
     import yaml
     from dagster import Definitions
 
-    spec = yaml.safe_load(open("workspace.yaml", encoding="utf-8"))["load_from"][0]["python_module"]
+    with open("workspace.yaml", encoding="utf-8") as f:
+        spec = yaml.safe_load(f)["load_from"][0]["python_module"]
     module = importlib.import_module(spec["module_name"])
     assert isinstance(getattr(module, spec["attribute"]), Definitions)

@@ -1,0 +1,251 @@
+"""An S3 bucket (or S3-compatible store) under a prefix. Only a proven root lists as empty.
+
+The root is proven by ``head_bucket`` (prefix ``""``) or, under a prefix, by the zero-byte marker
+``{prefix}.tessera-root`` that operators create when provisioning a tenant. Pagination is
+checked page by page; any error on any page, or any doubt about completeness, raises
+:class:`SourceError` and nothing partial is returned.
+
+Per-object access: user metadata ``tessera-readers`` / ``tessera-groups`` (comma-separated)
+replace the ACL, ``tessera-effective-from`` / ``tessera-effective-to`` (ISO-8601) replace the
+dates; whatever the metadata leaves unset comes from the sidecar ``_access.yaml`` at the root
+of the prefix, else the tenant default. Invalid or unknown ``tessera-*`` metadata quarantines
+the document (``bad_metadata``) instead of falling back to a broader ACL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from tessera.config import AccessRule, TenantConfig, parse_access_rule
+from tessera.errors import ConfigError, SourceError
+from tessera.parsing.base import parser_for_path
+from tessera.sources.base import DocumentFailure, Listing, Verdict
+from tessera.sources.policy import POLICY_FILE, Policy, _date, parse_policy
+from tessera.types import ALWAYS, SourceDocument, sha256_hex
+
+ROOT_MARKER = ".tessera-root"
+_META_KEYS = {"tessera-readers", "tessera-groups", "tessera-effective-from", "tessera-effective-to"}
+_ERRORS = (ClientError, BotoCoreError, OSError)
+
+
+def _code(e: Exception) -> str:
+    if isinstance(e, ClientError):
+        err = e.response.get("Error", {})
+        return str(err.get("Code") or e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?"))
+    return type(e).__name__
+
+
+def _not_found(e: Exception) -> bool:
+    return isinstance(e, ClientError) and _code(e) in {"404", "NoSuchKey", "NotFound"}
+
+
+class S3Connector:
+    def __init__(
+        self,
+        tenant: str,
+        bucket: str,
+        prefix: str,
+        default_access: AccessRule,
+        client: Any,
+        page_size: int = 1000,
+    ) -> None:
+        if not 1 <= page_size <= 1000:
+            raise ValueError(f"page_size must be in [1, 1000], got {page_size}")
+        self.tenant = tenant
+        self.bucket = bucket
+        # A prefix names a folder: "acme" must not also match "acme-other/...".
+        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+        self.default_access = default_access
+        self.client = client
+        self.page_size = page_size
+
+    @classmethod
+    def from_config(cls, t: TenantConfig) -> S3Connector:
+        src = t.source
+        config = Config(
+            connect_timeout=src.timeout_seconds,
+            read_timeout=src.timeout_seconds,
+            retries={"max_attempts": 2, "mode": "standard"},
+        )
+        client = boto3.client("s3", endpoint_url=src.endpoint_url, region_name=src.region, config=config)
+        return cls(t.tenant_id, src.bucket, src.prefix, t.default_access, client)
+
+    def _where(self, key: str = "") -> str:
+        return f"s3://{self.bucket}/{key or self.prefix}"
+
+    def _prove_root(self) -> str:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except _ERRORS as e:
+            what = "does not exist" if _not_found(e) else f"cannot be reached ({_code(e)}: {e})"
+            raise SourceError(f"bucket {self.bucket!r} {what}; listing is not trusted") from e
+        proof = f"bucket {self.bucket} exists (head_bucket 200)"
+        if not self.prefix:
+            return proof + "; the bucket is the root"
+        marker = self.prefix + ROOT_MARKER
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=marker)
+        except _ERRORS as e:
+            if _not_found(e):
+                raise SourceError(
+                    f"root marker {self._where(marker)} is missing: the prefix is not provisioned "
+                    "(or was removed), so an empty listing cannot be trusted"
+                ) from e
+            raise SourceError(f"cannot check root marker {self._where(marker)}: {_code(e)}: {e}") from e
+        return f"{proof}; prefix {self.prefix!r} root marker present"
+
+    def _list_keys(self) -> tuple[list[str], int]:
+        """Every key under the prefix, all pages, or SourceError."""
+        keys: list[str] = []
+        seen_tokens: set[str] = set()
+        token: str | None = None
+        pages = 0
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix, "MaxKeys": self.page_size}
+            if token is not None:
+                kwargs["ContinuationToken"] = token
+            try:
+                page = self.client.list_objects_v2(**kwargs)
+            except _ERRORS as e:
+                raise SourceError(
+                    f"listing {self._where()} failed on page {pages + 1}: {_code(e)}: {e}"
+                ) from e
+            pages += 1
+            contents = page.get("Contents") or []
+            count = page.get("KeyCount")
+            if count is not None and count != len(contents):
+                raise SourceError(
+                    f"pagination cut in {self._where()}: page {pages} says KeyCount={count} "
+                    f"but holds {len(contents)} objects"
+                )
+            for obj in contents:
+                key = obj["Key"]
+                if not isinstance(key, str) or not key.startswith(self.prefix):
+                    raise SourceError(f"listing {self._where()} returned a key outside the prefix: {key!r}")
+                keys.append(key)
+            if not page.get("IsTruncated"):
+                break
+            token = page.get("NextContinuationToken")
+            if not token:
+                raise SourceError(
+                    f"pagination cut in {self._where()}: page {pages} is truncated "
+                    "but carries no NextContinuationToken"
+                )
+            if token in seen_tokens:
+                raise SourceError(f"pagination cut in {self._where()}: page {pages} repeats a token")
+            seen_tokens.add(token)
+        if len(set(keys)) != len(keys):
+            raise SourceError(f"pagination cut in {self._where()}: pages overlap (a key listed twice)")
+        return keys, pages
+
+    def _get(self, key: str) -> tuple[bytes, dict[str, Any]]:
+        response = self.client.get_object(Bucket=self.bucket, Key=key)
+        raw: bytes = response["Body"].read()
+        return raw, response
+
+    def _load_policy(self, keys: list[str]) -> Policy:
+        key = self.prefix + POLICY_FILE
+        if key not in keys:
+            return Policy(self.default_access, ())
+        try:
+            raw, _ = self._get(key)
+            return parse_policy(raw, self.default_access, self._where(key))
+        except _ERRORS as e:
+            raise SourceError(f"cannot read access policy {self._where(key)}: {_code(e)}: {e}") from e
+        except ConfigError as e:
+            raise SourceError(f"access policy {self._where(key)} is invalid: {e}") from e
+
+    def _access(
+        self, rel: str, meta: dict[str, str], policy: Policy
+    ) -> tuple[AccessRule, datetime, datetime]:
+        access, start, end = policy.resolve(rel)
+        ours = {k.lower(): v for k, v in meta.items() if k.lower().startswith("tessera-")}
+        unknown = sorted(set(ours) - _META_KEYS)
+        if unknown:
+            raise ConfigError(unknown[0], "unknown tessera metadata key")
+        if "tessera-readers" in ours or "tessera-groups" in ours:
+            names = {
+                k: [n.strip() for n in ours[f"tessera-{k}"].split(",") if n.strip()]
+                for k in ("readers", "groups")
+                if f"tessera-{k}" in ours
+            }
+            access = parse_access_rule(names, "tessera")
+            if not access.readers and not access.groups:
+                raise ConfigError("tessera-readers", "names no reader or group (fail closed)")
+        start = _date(ours.get("tessera-effective-from"), "tessera-effective-from", start)
+        end = _date(ours.get("tessera-effective-to"), "tessera-effective-to", end)
+        if end <= start:
+            raise ConfigError("tessera-effective-to", "must be after tessera-effective-from")
+        return access, start, end
+
+    def _document(self, key: str, rel: str, policy: Policy) -> SourceDocument | DocumentFailure:
+        try:
+            raw, response = self._get(key)
+        except _ERRORS as e:
+            if _not_found(e):  # deleted between list and get: quarantine, never delete
+                return DocumentFailure(rel, "download_error", f"{self._where(key)}: {e}")
+            raise SourceError(f"cannot download {self._where(key)}: {_code(e)}: {e}") from e
+        try:
+            access, start, end = self._access(rel, response.get("Metadata") or {}, policy)
+        except ConfigError as e:
+            return DocumentFailure(rel, "bad_metadata", f"{self._where(key)}: {e}")
+        content_type = parser_for_path(rel)
+        assert content_type is not None
+        modified = response.get("LastModified")
+        return SourceDocument(
+            tenant=self.tenant,
+            doc_id=rel,
+            uri=self._where(key),
+            revision=sha256_hex(raw),
+            content_type=content_type,
+            readers=access.readers,
+            groups=access.groups,
+            effective_from=start,
+            effective_to=end,
+            modified_at=modified.astimezone(UTC) if isinstance(modified, datetime) else ALWAYS,
+            size=len(raw),
+        )
+
+    def _indexable(self, key: str) -> str | None:
+        rel = key[len(self.prefix) :]
+        if not rel or key.endswith("/") or rel == POLICY_FILE:
+            return None
+        if any(part.startswith(".") for part in rel.split("/")) or parser_for_path(rel) is None:
+            return None  # hidden (the root marker too) or no parser
+        return rel
+
+    def list(self) -> Listing:
+        proof = self._prove_root()
+        keys, pages = self._list_keys()
+        policy = self._load_policy(keys)
+        entries = [(k, rel) for k in keys if (rel := self._indexable(k)) is not None]
+        docs: list[SourceDocument] = []
+        failed: list[DocumentFailure] = []
+        for key, rel in entries:
+            result = self._document(key, rel, policy)
+            if isinstance(result, DocumentFailure):
+                failed.append(result)
+            else:
+                docs.append(result)
+        proof += (
+            f"; {pages} page{'s' if pages != 1 else ''} listed, {len(keys)} objects, IsTruncated=false; "
+            f"{len(docs)} documents, {len(failed)} failed, {len(keys) - len(entries)} other objects skipped"
+        )
+        if not docs and not failed:
+            return Listing(self.tenant, Verdict.EMPTY, (), proof)
+        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed))
+
+    def read(self, doc: SourceDocument) -> bytes:
+        key = self.prefix + doc.doc_id
+        try:
+            raw, _ = self._get(key)
+        except _ERRORS as e:
+            raise SourceError(f"cannot download {self._where(key)}: {_code(e)}: {e}") from e
+        if sha256_hex(raw) != doc.revision:
+            raise SourceError(f"{self._where(key)} changed during the run (revision mismatch)")
+        return raw
