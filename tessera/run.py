@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from tessera.checks import check_offsets, check_published, check_rows
-from tessera.chunking.registry import get_chunker
+from tessera.chunking.registry import chunker_for
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.errors import (
@@ -27,7 +27,7 @@ from tessera.errors import (
     PublishError,
 )
 from tessera.listing import guard_status, list_step
-from tessera.parsing.base import get_parser
+from tessera.parsing.base import parse_document
 from tessera.run_context import RunContext
 from tessera.serde import (
     chunk_from_json,
@@ -71,7 +71,7 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
         doc = docs[doc_id]
         try:
             raw = rc.blobs.get(rc.tenant, doc.revision)
-            result = get_parser(doc.content_type).parse(doc, raw)
+            result = parse_document(doc, raw)
         except DocumentError as e:
             quarantined.append({"doc_id": doc_id, "reason": e.reason, "message": str(e)})
             continue
@@ -94,7 +94,7 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
 def chunk_step(rc: RunContext) -> dict[str, Any]:
     _, docs = _listing(rc)
     report = rc.read("parse_report.json")
-    chunker = get_chunker(rc.config.chunking.strategy)
+    strategy = rc.config.chunking.strategy
     lines: list[str] = []
     tokens: list[int] = []
     flags: dict[str, int] = {}
@@ -104,6 +104,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
             json.loads((rc.workspace / "parsed" / _doc_file(doc_id)).read_text("utf-8"))
         )
         try:
+            chunker = chunker_for(docs[doc_id].content_type, strategy)
             doc_chunks = chunker.chunk(docs[doc_id], parsed, rc.chunk_context)
         except ChunkingError as e:  # the document is quarantined; its published chunks stay
             quarantined.append({"doc_id": doc_id, "reason": "chunking_error", "message": str(e)})

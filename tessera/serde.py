@@ -6,6 +6,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from tessera.layout import PageLayout
 from tessera.offsets import OffsetMap
 from tessera.types import Block, Chunk, PageSpan, ParsedDocument, SourceDocument
 
@@ -37,6 +38,7 @@ def parsed_to_json(p: ParsedDocument) -> dict[str, Any]:
         "parser": p.parser,
         "parser_version": p.parser_version,
         "warnings": list(p.warnings),
+        "layout": p.layout.to_json() if p.layout is not None else None,
     }
 
 
@@ -49,6 +51,7 @@ def parsed_from_json(data: dict[str, Any]) -> ParsedDocument:
         parser=data["parser"],
         parser_version=data["parser_version"],
         warnings=tuple(data["warnings"]),
+        layout=PageLayout.from_json(data["layout"]) if data.get("layout") is not None else None,
     )
 
 

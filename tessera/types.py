@@ -11,9 +11,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tessera.offsets import OffsetMap
+
+if TYPE_CHECKING:
+    from tessera.layout import PageLayout
 
 NEVER = datetime(9999, 12, 31, tzinfo=UTC)
 ALWAYS = datetime(1970, 1, 1, tzinfo=UTC)
@@ -96,6 +99,8 @@ class ParsedDocument:
     parser: str
     parser_version: str
     warnings: tuple[str, ...] = ()
+    layout: PageLayout | None = None
+    """Page map for paginated formats (PDF); None for text formats."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,7 @@ class Chunk:
     Offset contract: ``parsed.text[start:end] == text`` (half-open, code points of the
     normalized text), and ``source_bytes[byte_start:byte_end]`` is the exact slice of the
     raw source the chunk came from (``offsets.span(start, end)``). For PDF ``pages`` carries
-    the page numbers and union bboxes instead of a meaningful byte range.
+    the page numbers and union bboxes; its byte range is ``(-1, -1)``.
 
     ``embedding_text`` is what the model sees (breadcrumb or context + text); ``token_count``
     is measured on it with the model's own tokenizer, special tokens included, and never

@@ -247,7 +247,11 @@ def build_chunks(
         flags = p.flags + (
             ("unclosed_fence",) if any(b.start < p.end and p.start < b.end for b in unclosed) else ()
         )
-        b0, b1 = parsed.offsets.span(text, p.start, p.end)
+        if parsed.layout is not None:  # paginated: provenance is page + bbox
+            b0, b1, pages = -1, -1, parsed.layout.spans(p.start, p.end)
+            flags += ("ocr",) if parsed.layout.ocr(p.start, p.end) else ()
+        else:
+            (b0, b1), pages = parsed.offsets.span(text, p.start, p.end), ()
         chunks.append(
             Chunk(
                 id=ids[k],
@@ -275,6 +279,7 @@ def build_chunks(
                 chunker_version=version,
                 parser_version=parsed.parser_version,
                 tokenizer_version=ctx.counter.version,
+                pages=pages,
             )
         )
     return chunks

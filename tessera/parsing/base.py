@@ -1,13 +1,27 @@
-"""The Parser protocol and its registry by content type."""
+"""The Parser protocol and its registry by content type.
+
+Built-in parsers are registered by module path and loaded on first use. A parser that sets
+``sandbox`` (a :class:`SandboxLimits`) runs in a child process with wall-time and memory
+limits (``tessera.parsing.sandbox``), because native parsers can crash, hang or blow up.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol
 
 from tessera.errors import DocumentError
 from tessera.types import ParsedDocument, SourceDocument
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    wall_seconds: float = 60.0
+    memory_mb: int = 2048
 
 
 class Parser(Protocol):
@@ -18,12 +32,44 @@ class Parser(Protocol):
     def parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument: ...
 
 
+# content type -> ("module:Class", file extensions)
+_BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
+    "text/markdown": ("tessera.parsing.markdown:MarkdownParser", (".md", ".markdown")),
+    "application/pdf": ("tessera.parsing.pdf:PdfParser", (".pdf",)),
+    "text/html": ("tessera.parsing.html:HtmlParser", (".html", ".htm")),
+    "text/x-python": ("tessera.parsing.code:PythonParser", (".py",)),
+}
 _REGISTRY: dict[str, Callable[[], Parser]] = {}
-_EXTENSIONS: dict[str, str] = {".md": "text/markdown", ".markdown": "text/markdown"}
+_EXTENSIONS: dict[str, str] = {}
+_LOADED: list[bool] = []
 
 
-def register_parser(content_type: str, factory: Callable[[], Parser]) -> None:
+def register_parser(
+    content_type: str, factory: Callable[[], Parser], extensions: tuple[str, ...] = ()
+) -> None:
     _REGISTRY[content_type] = factory
+    for ext in extensions:
+        _EXTENSIONS[ext.lower()] = content_type
+
+
+def _available(target: str) -> bool:
+    return importlib.util.find_spec(target.split(":")[0]) is not None
+
+
+def _load_builtin() -> None:
+    if _LOADED:
+        return
+    _LOADED.append(True)
+    for content_type, (target, extensions) in _BUILTIN.items():
+        if content_type in _REGISTRY or not _available(target):
+            continue  # a parser whose module is absent handles no files
+
+        def factory(target: str = target) -> Parser:
+            module, cls = target.split(":")
+            parser: Parser = getattr(importlib.import_module(module), cls)()
+            return parser
+
+        register_parser(content_type, factory, extensions)
 
 
 def get_parser(content_type: str) -> Parser:
@@ -36,11 +82,17 @@ def get_parser(content_type: str) -> Parser:
 
 def parser_for_path(path: str) -> str | None:
     """Content type for a file name, or None when no parser handles it."""
+    _load_builtin()
     return _EXTENSIONS.get(PurePosixPath(path).suffix.lower())
 
 
-def _load_builtin() -> None:
-    if "text/markdown" not in _REGISTRY:
-        from tessera.parsing.markdown import MarkdownParser
+def parse_document(doc: SourceDocument, raw: bytes) -> ParsedDocument:
+    """Parse with the document's parser, in a sandboxed child process when it asks for one."""
+    parser = get_parser(doc.content_type)
+    limits = getattr(parser, "sandbox", None)
+    if isinstance(limits, SandboxLimits):
+        from tessera.parsing.sandbox import run_sandboxed  # type: ignore[import-not-found,unused-ignore]
 
-        register_parser("text/markdown", lambda: MarkdownParser())
+        result: ParsedDocument = run_sandboxed(doc, raw, limits)
+        return result
+    return parser.parse(doc, raw)
