@@ -16,6 +16,7 @@ from dagster import DagsterInstance
 from assets import tenant_partitions
 from pipelines.definitions import build_definitions
 from resources.embedder import FakeEmbedderResource, SentenceTransformerEmbedderResource
+from resources.runs import ALLOW_MASS_DELETE_TAG
 from tessera.cli import print_hits
 from tessera.config import load_config
 from tessera.search import principal_from_config, search
@@ -56,7 +57,9 @@ def instance_home(default: str = ".tessera/dagster") -> Path:
     return home
 
 
-def run_all(config_path: str, fake: bool, tenants: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def run_all(
+    config_path: str, fake: bool, tenants: list[str] | None = None, allow_mass_delete: bool = False
+) -> dict[str, dict[str, Any]]:
     cfg = load_config(config_path)
     defs = build_definitions(config_path=config_path, fake_embedder=fake)
     job = defs.resolve_job_def("index_tenant")
@@ -70,7 +73,11 @@ def run_all(config_path: str, fake: bool, tenants: list[str] | None = None) -> d
     results: dict[str, dict[str, Any]] = {}
     for tenant in selected:
         res = job.execute_in_process(
-            partition_key=tenant, instance=instance, raise_on_error=True, run_config=QUIET
+            partition_key=tenant,
+            instance=instance,
+            raise_on_error=True,
+            run_config=QUIET,
+            tags={ALLOW_MASS_DELETE_TAG: "true"} if allow_mass_delete else None,
         )
         results[tenant] = {
             "run_id": res.run_id,
@@ -121,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fake-embedder", action="store_true", help="use the hash embedder (tests, demos)")
     p.add_argument("--query", default="how do I page the on-call engineer")
     p.add_argument("--user", default="alice")
+    p.add_argument("--allow-mass-delete", action="store_true", help="override the mass-deletion guard")
     args = p.parse_args(argv)
-    results = run_all(args.config, args.fake_embedder, args.tenant)
+    results = run_all(args.config, args.fake_embedder, args.tenant, args.allow_mass_delete)
     print_summary(results)
     cfg = load_config(args.config)
     tenant = sorted(results)[0]

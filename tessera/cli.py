@@ -52,7 +52,8 @@ def _cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     embedder = make_embedder(cfg, args.fake_embedder)
     run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     for tenant in args.tenant or sorted(cfg.tenants):
-        summary = run_tenant(RunContext(cfg, tenant, run_id, embedder))
+        rc = RunContext(cfg, tenant, run_id, embedder, allow_mass_delete=args.allow_mass_delete)
+        summary = run_tenant(rc)
         print(json.dumps({"tenant": tenant, **summary}, default=str))
     return 0
 
@@ -161,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="index tenants without Dagster (the Dagster job is `make run`)")
     r.add_argument("--tenant", action="append")
     r.add_argument("--run-id")
+    r.add_argument(
+        "--allow-mass-delete", action="store_true", help="override the mass-deletion guard for this run"
+    )
     r.set_defaults(func=_cmd_run)
     s = sub.add_parser("search", help="search as a user; filters apply before ranking")
     s.add_argument("--tenant", required=True)
