@@ -1,6 +1,18 @@
-"""Retrieval: principals, fail-closed filters and queries."""
+"""Retrieval: principals, fail-closed filters, hybrid queries, expansion and citations."""
 
-from tessera.search.principal import Principal, principal_from_config
-from tessera.search.query import SearchHit, search
+from tessera.search.citations import Citation, SourceSlice, show
+from tessera.search.principal import IdentityStore, Principal, access_filter, principal_from_config
+from tessera.search.query import SearchHit, SearchOptions, search
 
-__all__ = ["Principal", "SearchHit", "principal_from_config", "search"]
+__all__ = [
+    "Citation",
+    "IdentityStore",
+    "Principal",
+    "SearchHit",
+    "SearchOptions",
+    "SourceSlice",
+    "access_filter",
+    "principal_from_config",
+    "search",
+    "show",
+]

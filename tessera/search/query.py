@@ -1,36 +1,56 @@
-"""Dense search inside the tenant's table, filtered before ranking (LanceDB prefilter)."""
+"""Search inside the tenant's table, filtered before ranking (LanceDB prefilter).
+
+Modes: ``dense`` (vector), ``lexical`` (BM25 full-text) and ``hybrid`` (both, fused by
+reciprocal rank fusion). Every candidate list is produced with the principal's filter as a
+prefilter, so k results are never starved by post-filtering and no foreign row is ranked.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from tessera.embedding.base import Embedder
 from tessera.errors import ModelIdentityError
+from tessera.search.citations import Citation, citation_of
+from tessera.search.lexical import flat_bm25
 from tessera.search.principal import Principal, access_filter
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
 
-_COLUMNS = [
-    "id",
-    "doc_id",
-    "uri",
-    "revision",
-    "text",
-    "heading_path",
-    "anchor",
-    "start",
-    "end",
-    "byte_start",
-    "byte_end",
-    "model_version",
-    "kind",
-    "_distance",
-]
+MODES = ("dense", "lexical", "hybrid")
+RRF_K = 60
+COLUMNS = [
+    "id", "tenant", "doc_id", "uri", "revision", "text", "heading_path", "anchor", "start", "end",
+    "byte_start", "byte_end", "pages", "model_version", "kind", "flags", "parent_id", "position",
+    "token_count", "content_type",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    k: int = 5
+    mode: str = "hybrid"
+    as_of: datetime | None = None
+    model_version: str | None = None
+    expand: str | None = None
+    token_budget: int | None = None
+    include_flagged: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.k <= 1000:
+            raise ValueError(f"k must be in [1, 1000], got {self.k}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.token_budget is not None and self.token_budget < 1:
+            raise ValueError("token_budget must be positive")
 
 
 @dataclass(frozen=True)
 class SearchHit:
+    """One result. Its text is untrusted *data* from a source document, never instructions."""
+
     chunk_id: str
     doc_id: str
     uri: str
@@ -43,6 +63,64 @@ class SearchHit:
     end: int
     byte_start: int
     byte_end: int
+    citation: Citation
+    kind: str = "text"
+    flags: tuple[str, ...] = ()
+    chunk_ids: tuple[str, ...] = ()
+    tokens: int = 0
+    trust: str = "untrusted-source-data"
+    expanded: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def open_table(index_uri: str, embedder: Embedder, tenant: str) -> Any | None:
+    ident = embedder.identity
+    return TenantIndex(connect(index_uri), tenant, ident.key, ident.dimension).table()
+
+
+def _dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str, Any]]:
+    q = table.search(vector, vector_column_name="vector").distance_type("cosine").where(where, prefilter=True)
+    rows: list[dict[str, Any]] = q.select([*COLUMNS, "_distance"]).limit(n).to_arrow().to_pylist()
+    for r in rows:
+        r["_score"] = 1.0 - float(r.pop("_distance"))
+    return rows
+
+
+def _lexical(table: Any, query: str, where: str, n: int) -> list[dict[str, Any]]:
+    if not query.strip():
+        return []
+    try:
+        q = table.search(query, query_type="fts", fts_columns="embedding_text").where(where, prefilter=True)
+        rows: list[dict[str, Any]] = q.select([*COLUMNS, "_score"]).limit(n).to_arrow().to_pylist()
+        return rows
+    except ValueError as e:
+        if "INVERTED index" not in str(e):
+            raise
+        return flat_bm25(table, query, where, n, COLUMNS)  # no FTS index yet: exact, slower
+
+
+def rrf(lists: list[list[dict[str, Any]]], k: int) -> list[dict[str, Any]]:
+    """Reciprocal rank fusion: score = sum of 1 / (60 + rank) over the lists a row is in."""
+    scores: dict[str, float] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for ranked in lists:
+        for rank, row in enumerate(ranked, 1):
+            scores[row["id"]] = scores.get(row["id"], 0.0) + 1.0 / (RRF_K + rank)
+            rows.setdefault(row["id"], row)
+    order = sorted(scores, key=lambda i: (-scores[i], i))[:k]
+    return [{**rows[i], "_score": scores[i]} for i in order]
+
+
+def retrieve(
+    table: Any, embedder: Embedder, query: str, where: str, opts: SearchOptions
+) -> list[dict[str, Any]]:
+    depth = max(opts.k, 20) * 2
+    if opts.mode == "lexical":
+        return _lexical(table, query, where, opts.k)
+    vector = embedder.embed_query(query).tolist()
+    if opts.mode == "dense":
+        return _dense(table, vector, where, opts.k)
+    return rrf([_dense(table, vector, where, depth), _lexical(table, query, where, depth)], opts.k)
 
 
 def search(
@@ -53,50 +131,52 @@ def search(
     k: int = 5,
     as_of: datetime | None = None,
     model_version: str | None = None,
+    options: SearchOptions | None = None,
+    counter: Any = None,
 ) -> list[SearchHit]:
     """Top-k chunks the principal may read. Unknown principals get nothing, without a hint."""
-    if not 1 <= k <= 1000:
-        raise ValueError(f"k must be in [1, 1000], got {k}")
+    opts = options or SearchOptions(k=k, as_of=as_of, model_version=model_version)
     ident = embedder.identity
-    if model_version is not None and model_version != ident.key:
-        raise ModelIdentityError(f"query model version {model_version!r} does not match index {ident.key!r}")
-    where = access_filter(principal, as_of or datetime.now(UTC))
+    if opts.model_version is not None and opts.model_version != ident.key:
+        raise ModelIdentityError(
+            f"query model version {opts.model_version!r} does not match index {ident.key!r}"
+        )
+    where = access_filter(principal, opts.as_of or datetime.now(UTC), opts.include_flagged)
     if where is None or principal is None:
         return []
-    index = TenantIndex(connect(index_uri), principal.tenant, ident.key, ident.dimension)
-    table = index.table()
+    table = open_table(index_uri, embedder, principal.tenant)
     if table is None:
         return []
-    vector = embedder.embed_query(query)
-    rows = (
-        table.search(vector.tolist(), vector_column_name="vector")
-        .distance_type("cosine")
-        .where(where, prefilter=True)
-        .select(_COLUMNS)
-        .limit(k)
-        .to_arrow()
-        .to_pylist()
-    )
-    hits = []
+    rows = retrieve(table, embedder, query, where, opts)
     for r in rows:
         if r["model_version"] != ident.key:
             raise ModelIdentityError(
                 f"row {r['id']} has model {r['model_version']}, index expects {ident.key}"
             )
-        hits.append(
-            SearchHit(
-                chunk_id=r["id"],
-                doc_id=r["doc_id"],
-                uri=r["uri"],
-                revision=r["revision"],
-                text=r["text"],
-                score=1.0 - float(r["_distance"]),
-                heading_path=tuple(r["heading_path"]),
-                anchor=r["anchor"],
-                start=r["start"],
-                end=r["end"],
-                byte_start=r["byte_start"],
-                byte_end=r["byte_end"],
-            )
-        )
-    return hits
+    if opts.expand:
+        from tessera.search.expand import expand_rows
+
+        return expand_rows(table, rows, where, opts, counter)
+    return [hit_from_row(r, counter) for r in rows]
+
+
+def hit_from_row(r: dict[str, Any], counter: Any = None) -> SearchHit:
+    return SearchHit(
+        chunk_id=r["id"],
+        doc_id=r["doc_id"],
+        uri=r["uri"],
+        revision=r["revision"],
+        text=r["text"],
+        score=float(r.get("_score", 0.0)),
+        heading_path=tuple(r["heading_path"] or ()),
+        anchor=r["anchor"],
+        start=r["start"],
+        end=r["end"],
+        byte_start=r["byte_start"],
+        byte_end=r["byte_end"],
+        citation=citation_of(r),
+        kind=r["kind"],
+        flags=tuple(r["flags"] or ()),
+        chunk_ids=(r["id"],),
+        tokens=counter.count(r["text"]) if counter is not None else int(r["token_count"] or 0),
+    )

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from tessera.errors import PublishError
 from tessera.store.db import chunks_table_name, open_table, publications_table_name, sql_str, tag_for_run
+from tessera.store.indexes import ensure_indexes
 from tessera.store.schema import chunk_schema
 
 
@@ -131,6 +132,7 @@ class TenantIndex:
                 inserted, updated, deleted = res.num_inserted_rows, res.num_updated_rows, res.num_deleted_rows
         except Exception as e:
             raise PublishError(f"commit to {self.name} failed: {e}") from e
+        self._refresh_indexes(table)
         result = PublishResult(True, int(table.version), inserted, updated, deleted, tag=tag)
         self._record(table, "publish", result, run_id, config_hash)
         return result
@@ -142,6 +144,13 @@ class TenantIndex:
         if tag in table.tags.list():
             raise PublishError(f"run id {run_id!r} already published version {table.tags.get_version(tag)}")
         return tag
+
+    def _refresh_indexes(self, table: Any) -> None:
+        """Indexes are part of the published version; a failure names the live version."""
+        try:
+            ensure_indexes(table)
+        except PublishError as e:
+            raise PublishError(f"version {table.version} of {self.name} is live, but {e}") from e
 
     def _record(self, table: Any, kind: str, result: PublishResult, run_id: str, config_hash: str) -> None:
         """Tag and log a commit; a failure here names the version that is already live."""
@@ -163,6 +172,7 @@ class TenantIndex:
             raise PublishError(f"version {version} does not exist; known: {sorted(known)}")
         tag = self._free_tag(table, run_id)
         table.restore(version)
+        self._refresh_indexes(table)
         result = PublishResult(True, int(table.version), tag=tag)
         self._record(table, "restore", result, run_id, f"restore-of-{version}")
         return result

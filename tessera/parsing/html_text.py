@@ -1,0 +1,269 @@
+"""HTML source text: charset detection, decoding with exact byte positions, entities.
+
+The page is decoded once with the ``surrogateescape`` error handler, so every invalid byte
+becomes one lone surrogate (U+DC80..U+DCFF) and the decoded string re-encodes to exactly the
+original bytes. That makes the byte offset of any character a prefix length computation,
+done incrementally by :class:`DecodedSource` while the parser emits text in document order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import codecs
+import html
+import re
+from dataclasses import dataclass, field
+from html.entities import html5 as _HTML5
+
+from tessera.errors import DocumentError
+
+SNIFF_BYTES = 16384
+"""How far into the page ``<meta charset>`` is looked for (browsers use 1024; pages are sloppy)."""
+
+HTML_SPACE = " \t\n\r\f"
+_META_CHARSET = re.compile(rb"""<meta\s[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:\-]+)""", re.I)
+_XML_DECL = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:\-]+)""", re.I)
+_INVALID = re.compile("[\udc80-\udcff]")
+_WHATWG_ALIASES = {
+    # WHATWG Encoding: these labels all mean windows-1252 on the web.
+    **dict.fromkeys(
+        (
+            "ascii",
+            "us-ascii",
+            "iso-8859-1",
+            "iso8859-1",
+            "iso_8859-1",
+            "latin1",
+            "latin-1",
+            "l1",
+            "cp819",
+            "ibm819",
+            "windows-1252",
+            "x-cp1252",
+            "cp1252",
+        ),
+        "cp1252",
+    ),
+    **dict.fromkeys(("iso-8859-9", "iso8859-9", "latin5", "l5", "windows-1254"), "cp1254"),
+    **dict.fromkeys(("tis-620", "iso-8859-11", "windows-874"), "cp874"),
+    **dict.fromkeys(("shift_jis", "shift-jis", "sjis", "x-sjis", "ms_kanji", "windows-31j"), "cp932"),
+    **dict.fromkeys(("euc-kr", "ks_c_5601-1987", "windows-949"), "cp949"),
+    **dict.fromkeys(("gb2312", "gbk", "x-gbk", "gb_2312-80", "chinese"), "gb18030"),
+    "big5": "big5hkscs",
+}
+# Codecs whose per-character byte widths are not additive, or not ASCII-compatible.
+_UNSUPPORTED = re.compile(r"^(utf_16|utf_32|utf_7|iso2022|hz|idna|punycode|rot|mbcs|oem)")
+
+
+@dataclass(frozen=True)
+class Encoding:
+    codec: str
+    """Python codec name (``utf-8``, ``cp1252``, ...)."""
+    source: str
+    """Where it came from: ``bom``, ``meta``, ``default`` or ``guess``."""
+    bom: int = 0
+    """Bytes of byte-order mark skipped at the start."""
+
+
+def _codec_for(label: str) -> str | None:
+    label = label.strip().lower()
+    name = _WHATWG_ALIASES.get(label, label)
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
+        return None
+    if codec.startswith("utf_16") or codec.startswith("utf-16"):
+        return "utf-8"  # WHATWG: a <meta> that says UTF-16 in an ASCII-readable page means UTF-8
+    if _UNSUPPORTED.match(codec.replace("-", "_")):
+        return None
+    return "utf-8" if codec in ("utf-8", "utf_8") else codec
+
+
+def detect_encoding(raw: bytes) -> Encoding:
+    """The page's encoding: BOM, then ``<meta charset>`` / ``http-equiv``, then a guess.
+
+    The guess is UTF-8 when the bytes are valid UTF-8 (or mostly so), windows-1252 otherwise.
+    A UTF-16/32 page (by BOM) raises ``DocumentError("unsupported_encoding")``: its byte
+    offsets are not ASCII-compatible and such pages are all but extinct.
+    """
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return Encoding("utf-8", "bom", 3)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DocumentError("?", "unsupported_encoding", "UTF-16/32 pages are not supported")
+    head = raw[:SNIFF_BYTES]
+    for pattern in (_XML_DECL, _META_CHARSET):
+        m = pattern.search(head)
+        if m:
+            codec = _codec_for(m.group(1).decode("ascii"))
+            if codec is not None:
+                return Encoding(codec, "meta")
+    try:
+        raw.decode("utf-8")
+        return Encoding("utf-8", "default")
+    except UnicodeDecodeError:
+        pass
+    text = raw.decode("utf-8", "surrogateescape")
+    invalid = len(_INVALID.findall(text))
+    multibyte = sum(1 for ch in text if ord(ch) > 0x7F) - invalid
+    return Encoding("utf-8" if multibyte >= invalid else "cp1252", "guess")
+
+
+@dataclass
+class DecodedSource:
+    """The decoded page and the char -> byte mapping of the original bytes.
+
+    ``text`` is the page after its BOM, decoded with ``surrogateescape``; ``base`` is the
+    byte where it starts. :meth:`byte` is amortized O(1) for increasing positions.
+    """
+
+    text: str
+    base: int
+    encoding: Encoding
+    invalid: int
+    one_byte: bool
+    """Every char is one source byte (ASCII pages, single-byte codecs)."""
+    utf8: bool
+    _ci: int = 0
+    _bi: int = 0
+    _checkpoints: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
+
+    @classmethod
+    def decode(cls, raw: bytes, enc: Encoding) -> DecodedSource:
+        body = raw[enc.bom :]
+        codec = enc.codec
+        try:
+            text = body.decode(codec, "surrogateescape")
+            exact = codec in ("utf-8", "cp1252") or text.encode(codec, "surrogateescape") == body
+        except (UnicodeError, LookupError):
+            exact = False
+        if not exact:  # a declared codec that cannot map every byte back: guess instead
+            codec = detect_encoding(b"" if enc.bom else body).codec if False else _guess(body)
+            text = body.decode(codec, "surrogateescape")
+            enc = Encoding(codec, "guess", enc.bom)
+        invalid = len(_INVALID.findall(text)) if (codec != "utf-8" or not _valid_utf8(body)) else 0
+        return cls(
+            text=text,
+            base=enc.bom,
+            encoding=enc,
+            invalid=invalid,
+            one_byte=len(text) == len(body),
+            utf8=codec == "utf-8",
+        )
+
+    def width(self, s: str) -> int:
+        """Source bytes of a run of decoded chars."""
+        if self.one_byte:
+            return len(s)
+        if self.utf8:
+            return len(s.encode("utf-8", "surrogateescape"))
+        return len(s.encode(self.encoding.codec, "surrogateescape"))
+
+    def byte(self, i: int) -> int:
+        """Source byte offset of decoded char ``i`` (``len(text)``: end of the page)."""
+        if self.one_byte:
+            return self.base + i
+        if i < self._ci:
+            k = bisect.bisect_right(self._checkpoints, (i, 1 << 62)) - 1
+            self._ci, self._bi = self._checkpoints[k]
+        self._bi += self.width(self.text[self._ci : i])
+        self._ci = i
+        if i - self._checkpoints[-1][0] >= 65536:
+            self._checkpoints.append((i, self._bi))
+        return self.base + self._bi
+
+
+def _valid_utf8(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _guess(body: bytes) -> str:
+    if _valid_utf8(body):
+        return "utf-8"
+    text = body.decode("utf-8", "surrogateescape")
+    invalid = len(_INVALID.findall(text))
+    multibyte = sum(1 for ch in text if ord(ch) > 0x7F) - invalid
+    return "utf-8" if multibyte >= invalid else "cp1252"
+
+
+# --- entities -------------------------------------------------------------------------------
+
+_NUMERIC = re.compile(r"&#(?:[xX]([0-9a-fA-F]+)|([0-9]+));?")
+_NAMED = re.compile(r"&([A-Za-z][A-Za-z0-9]*)(;?)")
+_LEGACY = sorted((k for k in _HTML5 if not k.endswith(";")), key=len, reverse=True)
+
+
+def decode_entity(text: str, pos: int) -> tuple[str, int]:
+    """Character reference at ``text[pos] == "&"``: (decoded text, source chars consumed).
+
+    Follows HTML5: numeric references (invalid code points become U+FFFD, C1 controls the
+    windows-1252 characters), named references with ``;``, and the legacy names that may go
+    without it (``&amp``, ``&copy``), matched by longest prefix. ``("", 0)``: not a reference.
+    """
+    m = _NUMERIC.match(text, pos)
+    if m:
+        digits = m.group(1) or m.group(2)
+        if len(digits) > 12:  # far beyond U+10FFFF: html.unescape would still say U+FFFD
+            return "\ufffd", m.end() - pos
+        return html.unescape(m.group(0)), m.end() - pos
+    m = _NAMED.match(text, pos)
+    if not m:
+        return "", 0
+    name = m.group(1)
+    if m.group(2) and name + ";" in _HTML5:
+        return _HTML5[name + ";"], m.end() - pos
+    for legacy in _LEGACY:
+        if name.startswith(legacy):
+            return _HTML5[legacy], 1 + len(legacy)
+    return "", 0
+
+
+_AMP = re.compile(r"&")
+
+
+def unescape_attr(value: str) -> str:
+    return html.unescape(value) if "&" in value else value
+
+
+# --- source_text ----------------------------------------------------------------------------
+
+_SPACE_RUN = re.compile(r"[ \t\n\r\f\u00a0]+")
+_MARKUP = re.compile(
+    r"<!--.*?(?:-->|\Z)|<![^>]*(?:>|\Z)|<\?[^>]*(?:>|\Z)|</?([A-Za-z][^\t\n\f\r />]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*(?:>|\Z)",
+    re.S,
+)
+
+
+def source_text(
+    raw: bytes, start: int, end: int, encoding: str, *, strip_markup: bool = False, inline: frozenset[str] = frozenset()
+) -> str:
+    """Decode ``raw[start:end]`` as ``encoding``, decode entities, collapse whitespace.
+
+    Invalid bytes become U+FFFD. With ``strip_markup`` tags and comments are removed first
+    (before entities are decoded, so ``&lt;b&gt;`` stays text): a tag whose name is in
+    ``inline`` vanishes, any other tag stands for a space. No-break spaces collapse like
+    spaces. Leading and trailing whitespace is stripped.
+    """
+    text = raw[start:end].decode(encoding, "replace")
+    if strip_markup:
+
+        def repl(m: re.Match[str]) -> str:
+            name = (m.group(1) or "").lower()
+            return "" if name in inline else " "
+
+        text = _MARKUP.sub(repl, text)
+    out: list[str] = []
+    pos = 0
+    for m in _AMP.finditer(text):
+        if m.start() < pos:
+            continue
+        decoded, n = decode_entity(text, m.start())
+        if n:
+            out.append(text[pos : m.start()])
+            out.append(decoded)
+            pos = m.start() + n
+    out.append(text[pos:])
+    return _SPACE_RUN.sub(" ", "".join(out)).strip()

@@ -1,0 +1,107 @@
+"""Citations to exact source ranges, and ``show``: the cited slice, under the same filter.
+
+A citation names the tenant and chunk (``tessera:<tenant>/<chunk id>``) plus the source URI,
+revision (sha256 of the bytes), byte range or PDF pages with bboxes, and heading anchor.
+Fetching by id is not a bypass: ``show`` applies the principal's filter, and a chunk the
+principal may not see is reported exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tessera.embedding.base import Embedder
+from tessera.errors import AccessDenied
+from tessera.search.principal import Principal, access_filter
+from tessera.store.blobs import BlobStore
+from tessera.store.db import sql_str
+
+_CITATION = re.compile(r"(?:tessera:(?P<tenant>[a-z0-9_-]+)/)?(?P<id>[0-9a-f]{64})")
+
+
+@dataclass(frozen=True)
+class Citation:
+    tenant: str
+    chunk_id: str
+    doc_id: str
+    uri: str
+    revision: str
+    anchor: str
+    byte_start: int
+    byte_end: int
+    pages: tuple[tuple[int, tuple[float, float, float, float]], ...] = ()
+
+    def __str__(self) -> str:
+        return f"tessera:{self.tenant}/{self.chunk_id}"
+
+    def locator(self) -> str:
+        if self.pages:
+            return "; ".join(f"page {p} bbox {tuple(round(v, 1) for v in b)}" for p, b in self.pages)
+        return f"bytes {self.byte_start}-{self.byte_end}"
+
+
+def citation_of(row: dict[str, Any]) -> Citation:
+    pages = tuple((int(p["page"]), (p["x0"], p["y0"], p["x1"], p["y1"])) for p in row.get("pages") or ())
+    return Citation(
+        tenant=row["tenant"],
+        chunk_id=row["id"],
+        doc_id=row["doc_id"],
+        uri=row["uri"],
+        revision=row["revision"],
+        anchor=row["anchor"],
+        byte_start=row["byte_start"],
+        byte_end=row["byte_end"],
+        pages=pages,
+    )
+
+
+def parse_citation(text: str) -> tuple[str | None, str]:
+    m = _CITATION.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"not a citation: {text!r} (expected tessera:<tenant>/<chunk id> or a chunk id)")
+    return m["tenant"], m["id"]
+
+
+@dataclass(frozen=True)
+class SourceSlice:
+    citation: Citation
+    text: str
+    chunk_text: str
+
+
+def fetch_row(
+    table: Any, principal: Principal | None, chunk_id: str, as_of: datetime | None = None
+) -> dict[str, Any]:
+    """The chunk's row if the principal may read it now, else AccessDenied (render as 404)."""
+    where = access_filter(principal, as_of or datetime.now(UTC), include_flagged=True)
+    if where is None or table is None:
+        raise AccessDenied("not found")
+    rows = table.search().where(f"({where}) AND id = {sql_str(chunk_id)}").limit(1).to_arrow().to_pylist()
+    if not rows:
+        raise AccessDenied("not found")
+    row: dict[str, Any] = rows[0]
+    return row
+
+
+def show(
+    index_uri: str,
+    embedder: Embedder,
+    principal: Principal | None,
+    citation: str,
+    as_of: datetime | None = None,
+) -> SourceSlice:
+    """The exact source slice a citation points to, under the caller's authorization."""
+    from tessera.search.query import open_table
+
+    tenant, chunk_id = parse_citation(citation)
+    if principal is None or (tenant is not None and tenant != principal.tenant):
+        raise AccessDenied("not found")
+    row = fetch_row(open_table(index_uri, embedder, principal.tenant), principal, chunk_id, as_of)
+    cite = citation_of(row)
+    if cite.pages or cite.byte_start < 0:
+        return SourceSlice(cite, row["text"], row["text"])
+    raw = BlobStore(index_uri).get(principal.tenant, row["revision"])
+    return SourceSlice(cite, raw[cite.byte_start : cite.byte_end].decode("utf-8", "replace"), row["text"])
