@@ -13,11 +13,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
-from tessera.errors import TesseraError
-from tessera.search import SearchHit, principal_from_config, search
+from tessera.errors import AccessDenied, ConfigError, TesseraError
+from tessera.search import SearchHit, SearchOptions, principal_from_config, search, show
+from tessera.search.principal import IdentityStore, Principal, read_identity_file
 
 
 def make_embedder(cfg: TesseraConfig, fake: bool) -> Embedder:
@@ -36,9 +38,9 @@ def print_hits(hits: Sequence[SearchHit]) -> None:
     for n, h in enumerate(hits, 1):
         crumb = " > ".join(h.heading_path) or "(top)"
         snippet = " ".join(h.text.split())[:160]
-        print(f"{n}. {h.score:.3f}  {h.doc_id}#{h.anchor}  [{crumb}]  bytes {h.byte_start}-{h.byte_end}")
+        print(f"{n}. {h.score:.3f}  {h.doc_id}#{h.anchor}  [{crumb}]  {h.citation.locator()}")
         print(f"   {snippet}")
-        print(f"   id {h.chunk_id}")
+        print(f"   cite {h.citation}")
 
 
 def _parse_time(value: str) -> datetime:
@@ -58,23 +60,68 @@ def _cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
+def _principal(args: argparse.Namespace, cfg: TesseraConfig) -> Principal | None:
+    """From ``--identity FILE`` (an API key, resolved server-side) or the operator's
+    ``--tenant/--user`` (looked up in the tenant's user directory)."""
+    if args.identity:
+        if cfg.api_keys_file is None:
+            raise ConfigError("api_keys_file", "--identity needs api_keys_file in the configuration")
+        store = IdentityStore.load(cfg, cfg.api_keys_file)
+        return store.principal(read_identity_file(Path(args.identity)))
+    if not args.tenant or not args.user:
+        raise ConfigError("--identity", "give --identity FILE, or --tenant and --user")
+    return principal_from_config(cfg, args.tenant, args.user)
+
+
 def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     embedder = make_embedder(cfg, args.fake_embedder)
-    principal = principal_from_config(cfg, args.tenant, args.user)
-    as_of = _parse_time(args.as_of) if args.as_of else None
-    hits = search(
-        cfg.store.uri,
-        embedder,
-        principal,
-        args.query,
+    principal = _principal(args, cfg)
+    opts = SearchOptions(
         k=args.k,
-        as_of=as_of,
+        mode=args.mode,
+        as_of=_parse_time(args.as_of) if args.as_of else None,
         model_version=args.model_version,
+        expand=args.expand,
+        token_budget=args.budget,
+        include_flagged=args.include_flagged,
     )
+    counter = None
+    if args.expand or args.budget:
+        from tessera.chunking.tokens import load_counter
+        from tessera.embedding.model_files import model_dir
+
+        counter = load_counter(model_dir(cfg.embedding))
+    hits = search(cfg.store.uri, embedder, principal, args.query, options=opts, counter=counter)
     if args.json:
-        print(json.dumps([asdict(h) for h in hits], indent=2, ensure_ascii=False))
+        out = [{**asdict(h), "citation": {**asdict(h.citation), "id": str(h.citation)}} for h in hits]
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         print_hits(hits)
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    embedder = make_embedder(cfg, args.fake_embedder)
+    try:
+        sl = show(cfg.store.uri, embedder, _principal(args, cfg), args.citation)
+    except (AccessDenied, ValueError):
+        print("tessera: not found", file=sys.stderr)
+        return 1
+    c = sl.citation
+    print(f"# {c}  {c.uri}  revision {c.revision[:16]}  {c.locator()}  #{c.anchor}")
+    print(sl.text)
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    import uvicorn
+
+    from tessera.api import create_app
+
+    if cfg.api_keys_file is None:
+        raise ConfigError("api_keys_file", "tessera serve needs api_keys_file in the configuration")
+    app = create_app(cfg, make_embedder(cfg, args.fake_embedder), IdentityStore.load(cfg, cfg.api_keys_file))
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 
@@ -149,6 +196,12 @@ def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
+def _who(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--identity", help="identity file holding your api_key (resolved via api_keys_file)")
+    p.add_argument("--tenant", help="operator mode: the tenant (with --user)")
+    p.add_argument("--user", help="operator mode: a user of the tenant's directory")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tessera", description="Tessera: a provenance-exact RAG index.")
     p.add_argument("--config", default=os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"))
@@ -167,14 +220,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.set_defaults(func=_cmd_run)
     s = sub.add_parser("search", help="search as a user; filters apply before ranking")
-    s.add_argument("--tenant", required=True)
-    s.add_argument("--user", required=True)
+    _who(s)
     s.add_argument("--k", type=int, default=5)
+    s.add_argument("--mode", choices=["dense", "lexical", "hybrid"], default="hybrid")
+    s.add_argument("--expand", help="parent or neighbors:N (small-to-big, re-authorized)")
+    s.add_argument("--budget", type=int, help="token budget of the final context")
+    s.add_argument("--include-flagged", action="store_true", help="also return chunks flagged at parse time")
     s.add_argument("--as-of", help="ISO-8601 time for effective dates (default: now)")
     s.add_argument("--model-version", help="refuse to answer unless the index uses this model version")
     s.add_argument("--json", action="store_true")
     s.add_argument("query")
     s.set_defaults(func=_cmd_search)
+    sh = sub.add_parser("show", help="print the exact source slice of a citation (authorized)")
+    _who(sh)
+    sh.add_argument("citation", help="tessera:<tenant>/<chunk id>, or a chunk id")
+    sh.set_defaults(func=_cmd_show)
+    sv = sub.add_parser("serve", help="serve the HTTP API (API-key auth)")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.set_defaults(func=_cmd_serve)
     v = sub.add_parser("versions", help="list a tenant's publications")
     v.add_argument("--tenant", required=True)
     v.add_argument("--json", action="store_true")

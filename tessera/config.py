@@ -110,6 +110,7 @@ class TesseraConfig:
     chunking: ChunkingConfig
     tenants: Mapping[str, TenantConfig]
     schedule_cron: str = "0 2 * * *"
+    api_keys_file: Path | None = None
 
     def tenant(self, tenant_id: str) -> TenantConfig:
         try:
@@ -341,7 +342,7 @@ def _source(data: Mapping[str, Any], key: str, base: Path) -> SourceConfig:
 
 def config_from_mapping(data: object, path: Path) -> TesseraConfig:
     root = _mapping(data, "<root>")
-    _check_keys(root, "", {"store", "embedding", "chunking", "tenants", "schedule"})
+    _check_keys(root, "", {"store", "embedding", "chunking", "tenants", "schedule", "api_keys_file"})
     base = path.parent.resolve()
     tenants_raw = _mapping(root.get("tenants"), "tenants")
     tenants = {str(t): _tenant(str(t), v, base) for t, v in tenants_raw.items()}
@@ -352,6 +353,7 @@ def config_from_mapping(data: object, path: Path) -> TesseraConfig:
         chunking=parse_chunking(_mapping(root.get("chunking"), "chunking")),
         tenants=tenants,
         schedule_cron=_cron(_mapping(root.get("schedule"), "schedule")),
+        api_keys_file=_resolve(base, _str(root, "api_keys_file", "")) if root.get("api_keys_file") else None,
     )
 
 

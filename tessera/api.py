@@ -1,0 +1,150 @@
+"""The HTTP API: ``/search`` and ``/chunks/{id}`` behind API-key authentication.
+
+The principal comes only from the key (``X-API-Key`` header or ``Authorization: Bearer``),
+mapped server-side by the configuration's ``api_keys_file``; no request can name a tenant.
+A missing or unknown key is 401; a chunk the principal may not see is 404, exactly like one
+that does not exist. Results are labelled as untrusted source data with their provenance.
+(No ``from __future__ import annotations`` here: FastAPI reads annotations at run time.)
+"""
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from tessera.config import TesseraConfig
+from tessera.embedding.base import Embedder
+from tessera.errors import AccessDenied, ModelIdentityError
+from tessera.search.citations import Citation, show
+from tessera.search.principal import IdentityStore, Principal
+from tessera.search.query import SearchHit, SearchOptions, search
+
+
+class CitationModel(BaseModel):
+    citation: str
+    uri: str
+    revision: str
+    doc_id: str
+    anchor: str
+    byte_start: int
+    byte_end: int
+    pages: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, c: Citation) -> "CitationModel":
+        pages = [{"page": p, "bbox": list(b)} for p, b in c.pages]
+        return cls(
+            citation=str(c), uri=c.uri, revision=c.revision, doc_id=c.doc_id, anchor=c.anchor,
+            byte_start=c.byte_start, byte_end=c.byte_end, pages=pages,
+        )  # fmt: skip
+
+
+class HitModel(BaseModel):
+    chunk_id: str
+    doc_id: str
+    text: str
+    score: float
+    heading_path: list[str]
+    kind: str
+    flags: list[str]
+    chunk_ids: list[str]
+    tokens: int
+    trust: Literal["untrusted-source-data"] = "untrusted-source-data"
+    citation: CitationModel
+
+    @classmethod
+    def of(cls, h: SearchHit) -> "HitModel":
+        return cls(
+            chunk_id=h.chunk_id, doc_id=h.doc_id, text=h.text, score=h.score,
+            heading_path=list(h.heading_path), kind=h.kind, flags=list(h.flags),
+            chunk_ids=list(h.chunk_ids), tokens=h.tokens,
+            citation=CitationModel.of(h.citation),
+        )  # fmt: skip
+
+
+class SearchResponse(BaseModel):
+    model_version: str
+    mode: str
+    results: list[HitModel]
+
+
+class ErrorModel(BaseModel):
+    detail: str
+
+
+class ChunkResponse(BaseModel):
+    chunk_id: str
+    text: str
+    source_slice: str
+    trust: Literal["untrusted-source-data"] = "untrusted-source-data"
+    citation: CitationModel
+
+
+def create_app(cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore) -> FastAPI:
+    app = FastAPI(title="Tessera", version="0.1.0", description=__doc__)
+
+    def principal(
+        x_api_key: Annotated[str | None, Header()] = None,
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> Principal:
+        key = x_api_key
+        if key is None and authorization and authorization.lower().startswith("bearer "):
+            key = authorization[7:].strip()
+        who = identities.principal(key)
+        if who is None:
+            raise HTTPException(status_code=401, detail="missing or invalid API key")
+        return who
+
+    unauthorized = {401: {"model": ErrorModel, "description": "missing or invalid API key"}}
+
+    @app.get(
+        "/search",
+        response_model=SearchResponse,
+        responses={
+            **unauthorized,
+            409: {"model": ErrorModel, "description": "model version does not match the index"},
+        },
+    )
+    def search_endpoint(
+        who: Annotated[Principal, Depends(principal)],
+        q: Annotated[str, Query(min_length=1, max_length=2000)],
+        k: Annotated[int, Query(ge=1, le=100)] = 5,
+        mode: Annotated[Literal["dense", "lexical", "hybrid"], Query()] = "hybrid",
+        expand: Annotated[str | None, Query(pattern=r"^(parent|neighbors:\d{1,2})$")] = None,
+        token_budget: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+        as_of: datetime | None = None,
+        model_version: Annotated[str | None, Query(max_length=200)] = None,
+    ) -> SearchResponse:
+        opts = SearchOptions(
+            k=k, mode=mode, as_of=as_of, model_version=model_version, expand=expand, token_budget=token_budget
+        )
+        try:
+            hits = search(cfg.store.uri, embedder, who, q, options=opts)
+        except ModelIdentityError as e:
+            raise HTTPException(status_code=409, detail=str(e)) from e
+        except ValueError as e:
+            raise HTTPException(status_code=422, detail=str(e)) from e
+        return SearchResponse(
+            model_version=embedder.identity.key, mode=mode, results=[HitModel.of(h) for h in hits]
+        )
+
+    @app.get(
+        "/chunks/{chunk_id}", response_model=ChunkResponse, responses={404: {"description": "not found"}}
+    )
+    def chunk_endpoint(
+        who: Annotated[Principal, Depends(principal)],
+        chunk_id: str,
+    ) -> ChunkResponse:
+        try:
+            sl = show(cfg.store.uri, embedder, who, chunk_id)
+        except (AccessDenied, ValueError) as e:
+            raise HTTPException(status_code=404, detail="not found") from e
+        return ChunkResponse(
+            chunk_id=sl.citation.chunk_id,
+            text=sl.chunk_text,
+            source_slice=sl.text,
+            citation=CitationModel.of(sl.citation),
+        )
+
+    return app
