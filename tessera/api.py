@@ -96,7 +96,9 @@ def create_app(cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore
             raise HTTPException(status_code=401, detail="missing or invalid API key")
         return who
 
-    unauthorized = {401: {"model": ErrorModel, "description": "missing or invalid API key"}}
+    unauthorized: dict[int | str, dict[str, Any]] = {
+        401: {"model": ErrorModel, "description": "missing or invalid API key"}
+    }
 
     @app.get(
         "/search",
