@@ -18,6 +18,7 @@ from tessera.search.lexical import flat_bm25
 from tessera.search.principal import Principal, access_filter
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
+from tessera.store.indexes import NPROBES, REFINE
 
 MODES = ("dense", "lexical", "hybrid")
 RRF_K = 60
@@ -79,7 +80,13 @@ def open_table(index_uri: str, embedder: Embedder, tenant: str) -> Any | None:
 
 
 def _dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str, Any]]:
-    q = table.search(vector, vector_column_name="vector").distance_type("cosine").where(where, prefilter=True)
+    q = (
+        table.search(vector, vector_column_name="vector")
+        .distance_type("cosine")
+        .nprobes(NPROBES)
+        .refine_factor(REFINE)
+        .where(where, prefilter=True)
+    )
     rows: list[dict[str, Any]] = q.select([*COLUMNS, "_distance"]).limit(n).to_arrow().to_pylist()
     for r in rows:
         r["_score"] = 1.0 - float(r.pop("_distance"))

@@ -17,6 +17,9 @@ from tessera.errors import PublishError
 
 VECTOR_INDEX_MIN_ROWS = 50_000
 RECALL_TARGET = 0.95
+NPROBES = 20
+REFINE = 5
+"""Query-time settings of the vector index; the recall check uses the same ones."""
 SCALAR = {
     "readers": "label_list",
     "groups": "label_list",
@@ -94,7 +97,15 @@ def vector_recall(table: Any, queries: int = 20, k: int = 10) -> float:
     hits = 0
     for vec in sample:
         q = np.asarray(vec, dtype=np.float32).tolist()
-        approx = table.search(q).distance_type("cosine").nprobes(20).limit(k).select(["id"]).to_arrow()
+        approx = (
+            table.search(q)
+            .distance_type("cosine")
+            .nprobes(NPROBES)
+            .refine_factor(REFINE)
+            .limit(k)
+            .select(["id"])
+            .to_arrow()
+        )
         exact = (
             table.search(q).distance_type("cosine").bypass_vector_index().limit(k).select(["id"]).to_arrow()
         )
