@@ -12,6 +12,7 @@ export PYTHONPATH := $(CURDIR)
 .PHONY: setup run test lint typecheck bench dev clean ocr
 
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory ocr
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# torch first, pinned to the CPU wheel on disk; a looser spec pulls a CUDA build.
 	$(BIN)/pip install --disable-pip-version-check -q "torch==2.13.0"
@@ -19,6 +20,13 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 setup: $(STAMP)
+
+# OCR for image-only PDF pages: Debian's tesseract, installed once, only when missing.
+ocr:
+	@command -v tesseract >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
+	  else echo "warning: tesseract missing and cannot be installed here; OCR is disabled" >&2; fi; }
 
 run: $(STAMP)
 	$(BIN)/python -m pipelines.main --config examples/tessera.yaml

@@ -191,6 +191,24 @@ def _cmd_purge(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
+def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.lineage import lineage
+
+    try:
+        info = lineage(_index(args, cfg), cfg.store.uri, args.chunk_id).as_dict()
+    except AccessDenied:
+        print("tessera: not found", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+        return 0
+    for key, value in info.items():
+        if key != "source_slice":
+            print(f"{key:>24}: {value}")
+    print(f"{'source_slice':>24}:\n{info['source_slice']}")
+    return 0
+
+
 def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     print(f"{cfg.path}: ok, tenants {sorted(cfg.tenants)}, store {cfg.store.uri}")
     return 0
@@ -260,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
     pur.add_argument("tenant")
     pur.add_argument("--yes", action="store_true", help="confirm the deletion")
     pur.set_defaults(func=_cmd_purge)
+    li = sub.add_parser("lineage", help="where a chunk came from: source bytes, versions, runs, duplicates")
+    li.add_argument("chunk_id")
+    li.add_argument("--tenant", required=True)
+    li.add_argument("--json", action="store_true")
+    li.set_defaults(func=_cmd_lineage)
     c = sub.add_parser("config", help="validate the configuration file")
     c.set_defaults(func=_cmd_config)
     return p

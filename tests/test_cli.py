@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -69,3 +70,24 @@ def test_versions_restore_and_errors(project, ws, capsys) -> None:  # type: igno
         _cli(project, "search", "--tenant", "acme", "--user", "alice", "--model-version", "other", "x") == 1
     )
     assert "ModelIdentityError" in capsys.readouterr().err
+
+
+def test_lineage_is_checked_field_by_field(project, ws, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert _cli(project, "run", "--tenant", "acme", "--run-id", "lin-1") == 0
+    rows = {r["doc_id"]: r for r in ws.rows("acme")}
+    row = rows["runbook.md"]
+    capsys.readouterr()
+    assert _cli(project, "lineage", row["id"], "--tenant", "acme", "--json") == 0
+    info = json.loads(capsys.readouterr().out)
+    raw = (ws.root / "corpus" / "acme" / "runbook.md").read_bytes()
+    assert info["uri"] == (ws.root / "corpus" / "acme" / "runbook.md").resolve().as_uri()
+    assert info["revision"] == hashlib.sha256(raw).hexdigest()
+    assert info["source_slice"] == raw[row["byte_start"] : row["byte_end"]].decode() and info["source_verified"]
+    assert info["run_id"] == "lin-1" and info["partition"] == "acme"
+    pubs = ws.context("acme").index.publications()
+    assert info["first_published_version"] == pubs[0]["table_version"] == info["active_version"]
+    for key in ("parser_version", "chunker_version", "tokenizer_version", "model_version", "parent_id", "prev_id"):
+        assert info[key] == row[key]
+    assert info["parser_version"].startswith("markdown-it-py") and info["chunker_version"] == "structural/1"
+    assert info["duplicates"] == []
+    assert _cli(project, "lineage", "0" * 64, "--tenant", "acme") == 1

@@ -25,7 +25,7 @@ RRF_K = 60
 COLUMNS = [
     "id", "tenant", "doc_id", "uri", "revision", "text", "heading_path", "anchor", "start", "end",
     "byte_start", "byte_end", "pages", "model_version", "kind", "flags", "parent_id", "position",
-    "token_count", "content_type",
+    "token_count", "content_type", "readers", "groups",
 ]  # fmt: skip
 
 
