@@ -72,6 +72,7 @@ class TenantIndex:
         self.dimension = dimension
         self.name = chunks_table_name(tenant, model_key)
         self.schema = chunk_schema(dimension)
+        self.last_indexes: dict[str, str] = {}
 
     def table(self) -> Any | None:
         return open_table(self.db, self.name)
@@ -148,7 +149,7 @@ class TenantIndex:
     def _refresh_indexes(self, table: Any) -> None:
         """Indexes are part of the published version; a failure names the live version."""
         try:
-            ensure_indexes(table)
+            self.last_indexes = ensure_indexes(table)
         except PublishError as e:
             raise PublishError(f"version {table.version} of {self.name} is live, but {e}") from e
 
