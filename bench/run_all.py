@@ -5,7 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHES = ["bench.embed_throughput", "bench.noop_rerun"]
+BENCHES = [
+    "bench.embed_throughput",
+    "bench.noop_rerun",
+    "bench.retrieval_latency",
+    "bench.html_candidates",
+    "bench.pdf_throughput",
+]
 
 
 def main() -> int:

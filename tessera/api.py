@@ -105,6 +105,7 @@ def create_app(cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore
         response_model=SearchResponse,
         responses={
             **unauthorized,
+            400: {"model": ErrorModel, "description": "invalid search options"},
             409: {"model": ErrorModel, "description": "model version does not match the index"},
         },
     )
@@ -113,7 +114,7 @@ def create_app(cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore
         q: Annotated[str, Query(min_length=1, max_length=2000)],
         k: Annotated[int, Query(ge=1, le=100)] = 5,
         mode: Annotated[Literal["dense", "lexical", "hybrid"], Query()] = "hybrid",
-        expand: Annotated[str | None, Query(pattern=r"^(parent|neighbors:\d{1,2})$")] = None,
+        expand: Annotated[str | None, Query(pattern=r"^(parent|neighbors:(1?[0-9]|20))$")] = None,
         token_budget: Annotated[int | None, Query(ge=1, le=100_000)] = None,
         as_of: datetime | None = None,
         model_version: Annotated[str | None, Query(max_length=200)] = None,
@@ -126,7 +127,7 @@ def create_app(cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore
         except ModelIdentityError as e:
             raise HTTPException(status_code=409, detail=str(e)) from e
         except ValueError as e:
-            raise HTTPException(status_code=422, detail=str(e)) from e
+            raise HTTPException(status_code=400, detail=str(e)) from e
         return SearchResponse(
             model_version=embedder.identity.key, mode=mode, results=[HitModel.of(h) for h in hits]
         )

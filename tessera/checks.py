@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +17,26 @@ from tessera.types import SourceDocument
 def source_slice_text(raw: bytes, byte_start: int, byte_end: int) -> str:
     """The normalized text of a source byte range (text formats)."""
     return normalize_text_bytes(raw[byte_start:byte_end])[0]
+
+
+def source_slice_matches(raw: bytes, row: Mapping[str, Any]) -> bool:
+    """Whether a row's source byte range gives its text, by the rules of its format."""
+    if row.get("content_type") == "text/html":  # tags, entities and dropped boilerplate in range
+        from tessera.parsing.html import html_slice_matches
+
+        return bool(html_slice_matches(raw, row["byte_start"], row["byte_end"], row["text"]))
+    expected: str = row["text"]
+    return source_slice_text(raw, row["byte_start"], row["byte_end"]) == expected
+
+
+def decode_slice(raw: bytes, byte_start: int, byte_end: int, content_type: str | None) -> str:
+    """A source byte range as text for display, in the page's own encoding for HTML."""
+    encoding = "utf-8"
+    if content_type == "text/html":
+        from tessera.parsing.html import page_encoding
+
+        encoding = page_encoding(raw)
+    return raw[byte_start:byte_end].decode(encoding, "replace")
 
 
 def check_rows(rows: pa.Table, tenant: str, dimension: int) -> list[str]:
@@ -56,9 +76,9 @@ def check_offsets(rows: Iterable[dict[str, Any]], blobs: BlobStore) -> list[str]
             except Exception as e:
                 problems.append(f"{r['id']}: source revision {key} unavailable: {e}")
                 continue
-        if r.get("pages"):
-            continue  # PDF rows are checked against page text, not bytes
-        if source_slice_text(cache[key], r["byte_start"], r["byte_end"]) != r["text"]:
+        if r.get("pages") or r["byte_start"] < 0:
+            continue  # paginated (PDF) rows cite pages and bboxes, not bytes
+        if not source_slice_matches(cache[key], r):
             problems.append(
                 f"{r['id']}: source bytes [{r['byte_start']}, {r['byte_end']}) do not give its text"
             )
@@ -92,7 +112,7 @@ def check_published(
             stale += 1
     if stale:
         problems.append(f"{stale} stale rows (document gone or revision superseded)")
-    cols = ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages"]
+    cols = ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages", "content_type"]
     picked = sample(data.select(cols).to_pylist(), sample_size, seed=str(table.version))
     problems.extend(check_offsets(picked, blobs))
     return problems, {"rows": data.num_rows, "stale_rows": stale, "offsets_checked": len(picked)}

@@ -209,6 +209,17 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    rest = ([args.data] if args.data else []) + (["--json"] if args.json else [])
+    if args.kind == "html":
+        from tessera.evaluation.html_eval import main as html_main
+
+        return html_main(rest)
+    from tessera.evaluation.code_eval import main as code_main
+
+    return code_main(rest)
+
+
 def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     print(f"{cfg.path}: ok, tenants {sorted(cfg.tenants)}, store {cfg.store.uri}")
     return 0
@@ -283,6 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--tenant", required=True)
     li.add_argument("--json", action="store_true")
     li.set_defaults(func=_cmd_lineage)
+    ev = sub.add_parser("eval", help="evaluations on external data: html, code")
+    ev.add_argument("kind", choices=["html", "code"])
+    ev.add_argument("--data", help="the data folder (html) or package folder (code)")
+    ev.add_argument("--json", action="store_true")
     c = sub.add_parser("config", help="validate the configuration file")
     c.set_defaults(func=_cmd_config)
     return p
@@ -290,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "eval":  # reads external data by path; needs no configuration
+        return _cmd_eval(args)
     try:
         cfg = load_config(args.config)
         code: int = args.func(args, cfg)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tessera.checks import decode_slice, source_slice_matches
 from tessera.errors import AccessDenied
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str
@@ -61,10 +62,8 @@ def lineage(index: TenantIndex, index_uri: str, chunk_id: str) -> Lineage:
     slice_text, verified = r["text"], False
     if r["byte_start"] >= 0:
         raw = BlobStore(index_uri).get(index.tenant, r["revision"])  # verifies the sha256
-        slice_text = raw[r["byte_start"] : r["byte_end"]].decode("utf-8", "replace")
-        from tessera.checks import source_slice_text
-
-        verified = source_slice_text(raw, r["byte_start"], r["byte_end"]) == r["text"]
+        slice_text = decode_slice(raw, r["byte_start"], r["byte_end"], r["content_type"])
+        verified = source_slice_matches(raw, r)
     pubs = [p for p in index.publications() if p["run_id"] == r["run_id"] and p["kind"] == "publish"]
     same = table.search().select(["id", "embedding_text"]).limit(None).to_arrow()
     duplicates = [

@@ -59,7 +59,7 @@ FILES: dict[str, str | bytes] = {
     "docs/a.md": "# A\n\nalpha\n",
     "docs/nested/deep/b.md": "# B\n\nbeta\n",
     f"docs/{CAFE}": "# Caf\u00e9\n\ngamma\n",
-    "docs/script.py": "print('not a doc')\n",
+    "docs/script.sh": "echo not a doc\n",
     "docs/.hidden/x.md": "# hidden\n",
     "docs/_access.yaml": "documents:\n  - match: 'nested/*'\n    readers: [alice]\n",
 }
@@ -135,7 +135,7 @@ def test_older_ref_and_working_tree_ignored(repo: Path) -> None:
 
 
 def test_empty_subdir_is_empty_with_proof(repo: Path) -> None:
-    write(repo, {"code/x.py": "x = 1\n", "code/.notes.md": "# hidden\n"})
+    write(repo, {"code/x.sh": "x=1\n", "code/.notes.md": "# hidden\n"})
     commit_all(repo, "code")
     listing = conn(repo, subdir="code").list()
     assert listing.verdict is Verdict.EMPTY and listing.documents == ()

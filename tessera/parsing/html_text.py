@@ -17,6 +17,12 @@ from html.entities import html5 as _HTML5
 
 from tessera.errors import DocumentError
 
+
+def words(names: str) -> frozenset[str]:
+    """A set of tag or class names written as one space-separated string."""
+    return frozenset(names.split())
+
+
 SNIFF_BYTES = 16384
 """How far into the page ``<meta charset>`` is looked for (browsers use 1024; pages are sloppy)."""
 
@@ -97,15 +103,9 @@ def detect_encoding(raw: bytes) -> Encoding:
             codec = _codec_for(m.group(1).decode("ascii"))
             if codec is not None:
                 return Encoding(codec, "meta")
-    try:
-        raw.decode("utf-8")
+    if _valid_utf8(raw):
         return Encoding("utf-8", "default")
-    except UnicodeDecodeError:
-        pass
-    text = raw.decode("utf-8", "surrogateescape")
-    invalid = len(_INVALID.findall(text))
-    multibyte = sum(1 for ch in text if ord(ch) > 0x7F) - invalid
-    return Encoding("utf-8" if multibyte >= invalid else "cp1252", "guess")
+    return Encoding(_guess(raw), "guess")
 
 
 @dataclass
@@ -123,6 +123,10 @@ class DecodedSource:
     one_byte: bool
     """Every char is one source byte (ASCII pages, single-byte codecs)."""
     utf8: bool
+    max_replaced: int = 1_000_000
+    """Bound on chars that are not verbatim copies (entities, whitespace runs, legacy-encoded
+    letters): each costs an offset-map anchor, so this bounds the parser's memory."""
+    replaced: int = 0
     _ci: int = 0
     _bi: int = 0
     _checkpoints: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
@@ -137,7 +141,7 @@ class DecodedSource:
         except (UnicodeError, LookupError):
             exact = False
         if not exact:  # a declared codec that cannot map every byte back: guess instead
-            codec = detect_encoding(b"" if enc.bom else body).codec if False else _guess(body)
+            codec = _guess(body)
             text = body.decode(codec, "surrogateescape")
             enc = Encoding(codec, "guess", enc.bom)
         invalid = len(_INVALID.findall(text)) if (codec != "utf-8" or not _valid_utf8(body)) else 0
@@ -149,6 +153,15 @@ class DecodedSource:
             one_byte=len(text) == len(body),
             utf8=codec == "utf-8",
         )
+
+    def count_replaced(self, n: int) -> None:
+        self.replaced += n
+        if self.replaced > self.max_replaced:
+            raise DocumentError(
+                "?",
+                "too_large",
+                f"more than {self.max_replaced} entities, whitespace runs or re-encoded chars",
+            )
 
     def width(self, s: str) -> int:
         """Source bytes of a run of decoded chars."""
@@ -232,29 +245,19 @@ def unescape_attr(value: str) -> str:
 
 _SPACE_RUN = re.compile(r"[ \t\n\r\f\u00a0]+")
 _MARKUP = re.compile(
-    r"<!--.*?(?:-->|\Z)|<![^>]*(?:>|\Z)|<\?[^>]*(?:>|\Z)|</?([A-Za-z][^\t\n\f\r />]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*(?:>|\Z)",
+    r"<!--.*?(?:-->|\Z)|<![^>]*(?:>|\Z)|<\?[^>]*(?:>|\Z)"
+    r"|</?([A-Za-z][^\t\n\f\r />]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*(?:>|\Z)",
     re.S,
 )
 
 
-def source_text(
-    raw: bytes, start: int, end: int, encoding: str, *, strip_markup: bool = False, inline: frozenset[str] = frozenset()
-) -> str:
-    """Decode ``raw[start:end]`` as ``encoding``, decode entities, collapse whitespace.
+def _decode_slice(raw: bytes, start: int, end: int, encoding: str) -> str:
+    """Decode a byte slice as the parser does: U+FFFD for each invalid byte and for NUL."""
+    text = raw[start:end].decode(encoding, "surrogateescape")
+    return _INVALID.sub("\ufffd", text).replace("\x00", "\ufffd")
 
-    Invalid bytes become U+FFFD. With ``strip_markup`` tags and comments are removed first
-    (before entities are decoded, so ``&lt;b&gt;`` stays text): a tag whose name is in
-    ``inline`` vanishes, any other tag stands for a space. No-break spaces collapse like
-    spaces. Leading and trailing whitespace is stripped.
-    """
-    text = raw[start:end].decode(encoding, "replace")
-    if strip_markup:
 
-        def repl(m: re.Match[str]) -> str:
-            name = (m.group(1) or "").lower()
-            return "" if name in inline else " "
-
-        text = _MARKUP.sub(repl, text)
+def _decode_entities(text: str) -> str:
     out: list[str] = []
     pos = 0
     for m in _AMP.finditer(text):
@@ -266,4 +269,69 @@ def source_text(
             out.append(decoded)
             pos = m.start() + n
     out.append(text[pos:])
-    return _SPACE_RUN.sub(" ", "".join(out)).strip()
+    return "".join(out)
+
+
+def source_text(
+    raw: bytes,
+    start: int,
+    end: int,
+    encoding: str,
+    *,
+    strip_markup: bool = False,
+    inline: frozenset[str] = frozenset(),
+) -> str:
+    """Decode ``raw[start:end]`` as ``encoding``, decode entities, collapse whitespace.
+
+    Invalid bytes become U+FFFD. With ``strip_markup`` tags and comments are removed first
+    (before entities are decoded, so ``&lt;b&gt;`` stays text): a tag whose name is in
+    ``inline`` vanishes, any other tag stands for a space. No-break spaces collapse like
+    spaces. Leading and trailing whitespace is stripped.
+    """
+    text = _decode_slice(raw, start, end, encoding)
+    if strip_markup:
+
+        def repl(m: re.Match[str]) -> str:
+            name = (m.group(1) or "").lower()
+            return "" if name in inline else " "
+
+        text = _MARKUP.sub(repl, text)
+    return _SPACE_RUN.sub(" ", _decode_entities(text)).strip()
+
+
+_TABLE_OPEN = (b"<table", b"<TABLE", b"<Table")
+_TABLE_CLOSE = (b"</table", b"</TABLE", b"</Table")
+
+
+def slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str, encoding: str) -> bool:
+    """Whether chunk ``text`` can come from ``raw[byte_start:byte_end]`` of an HTML page.
+
+    Parser-independent and never false for a correct chunk: with markup and whitespace
+    removed and entities decoded, the chunk's chars must be a subsequence of the slice's
+    chars that starts with the slice's first char and ends with its last (dropped
+    boilerplate inside the range is allowed). Table text is looser: pipes and the ``---``
+    rule are not in the source, and cells spanning several positions repeat text from rows
+    above; so a chunk with table rows, or one that starts inside a ``<table>``, only needs
+    each of its words to occur between the start of that table and ``byte_end``.
+    """
+    if not 0 <= byte_start <= byte_end <= len(raw):
+        return False
+    table = max(raw.rfind(tag, 0, byte_start + 1) for tag in _TABLE_OPEN)
+    in_table = table >= 0 and table > max(raw.rfind(tag, 0, byte_start + 1) for tag in _TABLE_CLOSE)
+    lines = [line.strip() for line in text.split("\n")]
+    if in_table or any(line.startswith("|") or line.endswith("|") for line in lines):
+        source = _content_chars(raw, table if in_table else byte_start, byte_end, encoding)
+        return all(w in source for w in text.split() if w.strip("|-"))  # pipes and rule are not text
+    if byte_start == byte_end:
+        return False
+    source = _content_chars(raw, byte_start, byte_end, encoding)
+    chars = "".join(text.split())
+    if not chars or chars[0] != source[:1] or chars[-1] != source[-1:]:
+        return False
+    rest = iter(source)
+    return all(c in rest for c in chars)
+
+
+def _content_chars(raw: bytes, start: int, end: int, encoding: str) -> str:
+    """The text of a byte range with markup and whitespace removed and entities decoded."""
+    return "".join(_decode_entities(_MARKUP.sub("", _decode_slice(raw, start, end, encoding))).split())

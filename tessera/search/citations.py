@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tessera.checks import decode_slice
 from tessera.embedding.base import Embedder
 from tessera.errors import AccessDenied
 from tessera.search.principal import Principal, access_filter
@@ -104,4 +105,5 @@ def show(
     if cite.pages or cite.byte_start < 0:
         return SourceSlice(cite, row["text"], row["text"])
     raw = BlobStore(index_uri).get(principal.tenant, row["revision"])
-    return SourceSlice(cite, raw[cite.byte_start : cite.byte_end].decode("utf-8", "replace"), row["text"])
+    text = decode_slice(raw, cite.byte_start, cite.byte_end, row.get("content_type"))
+    return SourceSlice(cite, text, row["text"])

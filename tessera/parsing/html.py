@@ -1,0 +1,155 @@
+"""HTML pages: main content only, with exact byte offsets into the original page.
+
+Pipeline (``html_*`` modules beside this one):
+
+1. :mod:`~tessera.parsing.html_text`: charset from BOM, ``<meta charset>``/``http-equiv``,
+   else UTF-8 or windows-1252; decoding keeps a char -> byte map of the *original* bytes;
+   invalid bytes become U+FFFD and are counted (``invalid_bytes: N``).
+2. :mod:`~tessera.parsing.html_tree`: a position-tracking tokenizer and an iterative tree
+   builder (HTML5 implied end tags, raw-text elements skipped, depth past 512 flattened).
+3. :mod:`~tessera.parsing.html_content`: hidden elements and form controls dropped (and
+   counted: hidden text can carry prompt injection), the main container chosen
+   (``<main>``/``<article>`` or a text-density descent), boilerplate pruned inside it.
+4. :mod:`~tessera.parsing.html_emit`: normalized text (entities decoded, whitespace
+   collapsed, ``<pre>`` kept verbatim) as blocks: headings, paragraphs, lists, quotes,
+   fences, Markdown-like tables; every char maps to its exact source byte range.
+
+Limits: pages over ``max_bytes`` or with more than ``max_elements`` elements are rejected as
+``DocumentError("too_large")``; nesting deeper than ``max_depth`` is flattened and reported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tessera.errors import DocumentError
+from tessera.parsing.html_content import MIN_GOOD, Selection, compute_stats, mark_hidden, select_content
+from tessera.parsing.html_emit import Emitter, assemble, drop_empty_headings
+from tessera.parsing.html_text import (
+    DecodedSource,
+    Encoding,
+    decode_entity,
+    detect_encoding,
+    slice_matches,
+    source_text,
+    words,
+)
+from tessera.parsing.html_tree import TreeLimits, build_tree
+from tessera.types import ParsedDocument, SourceDocument
+
+__all__ = [
+    "HtmlLimits",
+    "HtmlParser",
+    "decode_entity",
+    "detect_encoding",
+    "html_slice_matches",
+    "page_encoding",
+    "source_text",
+]
+
+INLINE_TAGS = words(
+    "a abbr b bdi bdo cite code data del dfn em font i ins kbd mark q s samp small span strong "
+    "sub sup time tt u var wbr img label"
+)
+"""Tags that do not separate words (for :func:`source_text` with ``strip_markup``)."""
+
+
+_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+NOSCRIPT_FALLBACK = 500
+"""Chars of prose below which a page's ``<noscript>`` content is considered."""
+
+
+@dataclass(frozen=True)
+class HtmlLimits:
+    max_bytes: int = 64 * 1024 * 1024
+    max_elements: int = 500_000
+    max_depth: int = 512
+    max_replaced: int = 1_000_000
+
+
+def page_encoding(raw: bytes) -> str:
+    """The Python codec the parser decodes ``raw`` with (for :func:`source_text`)."""
+    return DecodedSource.decode(raw, detect_encoding(raw)).encoding.codec
+
+
+def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) -> bool:
+    """The publish-time offset check for ``text/html`` rows (see :func:`slice_matches`).
+
+    Text formats compare ``normalize(raw[byte_start:byte_end]) == text``; an HTML chunk's
+    range also holds markup, entities and dropped boilerplate, so this compares the chunk's
+    characters with the slice's text content instead.
+    """
+    return slice_matches(raw, byte_start, byte_end, text, page_encoding(raw))
+
+
+class HtmlParser:
+    name = "html"
+    version = "tessera-html/1"
+    content_types: tuple[str, ...] = ("text/html",)
+
+    def __init__(self, limits: HtmlLimits | None = None) -> None:
+        self.limits = limits or HtmlLimits()
+
+    def parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
+        try:
+            return self._parse(doc, raw)
+        except DocumentError as e:
+            if e.doc_id != "?":
+                raise
+            raise DocumentError(doc.doc_id, e.reason, str(e).split(": ", 2)[-1]) from None
+
+    def _parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
+        limits = self.limits
+        if len(raw) > limits.max_bytes:
+            raise DocumentError(doc.doc_id, "too_large", f"{len(raw)} bytes > {limits.max_bytes}")
+        enc = detect_encoding(raw)
+        src = DecodedSource.decode(raw, enc)
+        src.max_replaced = limits.max_replaced
+        tree = build_tree(src.text, TreeLimits(limits.max_depth, limits.max_elements), doc.doc_id)
+        hidden = mark_hidden(tree.root, src.text)
+        order = compute_stats(tree.root, src.text)
+        if tree.root.good < NOSCRIPT_FALLBACK and tree.noscripts:  # rendered by script: try <noscript>
+            good = tree.root.good
+            hidden = mark_hidden(tree.root, src.text, keep_noscript=True)
+            order = compute_stats(tree.root, src.text)
+            if tree.root.good < 2 * good + MIN_GOOD:
+                hidden = mark_hidden(tree.root, src.text)
+                order = compute_stats(tree.root, src.text)
+        sel = select_content(tree.root, order, hidden)
+        emitter = Emitter(src)
+        if sel.lead is not None:
+            emitter.walk(sel.lead)
+        emitter.walk(sel.container)
+        records = drop_empty_headings(emitter.records)
+        builder, blocks = assemble(records)
+        text, omap = builder.build(empty_at=len(raw))
+        return ParsedDocument(
+            doc_id=doc.doc_id,
+            text=text,
+            blocks=tuple(blocks),
+            offsets=omap,
+            parser=self.name,
+            parser_version=self.version,
+            warnings=tuple(_warnings(enc, src, sel, tree.flattened, text)),
+        )
+
+
+def _warnings(declared: Encoding, src: DecodedSource, sel: Selection, flat: int, text: str) -> list[str]:
+    out: list[str] = []
+    if src.encoding.source == "guess":
+        note = f" (declared {declared.codec} does not fit the bytes)" if declared.source == "meta" else ""
+        out.append(f"encoding_guessed: {src.encoding.codec}{note}")
+    if src.invalid:
+        out.append(f"invalid_bytes: {src.invalid}")
+    if sel.hidden:
+        out.append(
+            f"hidden_content: {sel.hidden} hidden elements with {sel.hidden_chars} chars of text "
+            "dropped from the main content"
+        )
+    invisible = len(_INVISIBLE.findall(text))
+    if invisible:
+        out.append(f"invisible_chars: {invisible} zero-width or bidi control chars in the text")
+    if flat:
+        out.append(f"too_deep: {flat} elements nested past the depth limit were flattened")
+    return out

@@ -1,0 +1,362 @@
+"""Main-content selection: hidden content, boilerplate elements and a text-density heuristic.
+
+Three passes over the tree, all iterative:
+
+1. :func:`mark_hidden` drops what a reader never sees (``hidden``, ``aria-hidden="true"``,
+   inline ``display:none`` or ``visibility:hidden``) and form controls, and lists the hidden
+   elements that carried text: hidden text is a classic carrier of prompt injection, so
+   those inside the main content are reported. (Stylesheet rules are not evaluated.)
+2. :func:`compute_stats` sums, bottom-up, each element's text, link text and "good" text:
+   text of blocks that read like prose (long enough, few links).
+3. :func:`select_content` picks the main container (``<main>``/``<article>`` when they hold
+   the prose, otherwise the element that a descent by good-text share ends at) and prunes
+   boilerplate inside it: navigation, asides, page headers and footers, cookie/consent
+   banners, share/related/newsletter/comment widgets (by tag, ARIA role, class or id) and
+   link-dense blocks (menus, link farms). No site-specific rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from tessera.parsing.html_text import words
+from tessera.parsing.html_tree import HEADINGS, Node
+
+# Elements whose text is never content.
+DROP_TAGS = words(
+    "button input select option optgroup datalist textarea label output progress meter canvas "
+    "object embed applet video audio picture map dialog frameset frame head script style noscript "
+    "template iframe"
+)
+BLOCK = words(
+    "#root address article aside blockquote center dd details dialog dir div dl dt fieldset "
+    "figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr li listing main menu nav ol "
+    "p pre section summary table tbody thead tfoot tr td th caption ul search"
+)
+BOILER_TAGS = frozenset(("nav", "aside", "footer", "menu", "form", "dialog", "search"))
+BOILER_ROLES = words(
+    "navigation banner contentinfo complementary search menu menubar toolbar dialog alertdialog "
+    "tablist status"
+)
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+_BOILER_NAME = re.compile(
+    r"(?<![a-z0-9])(?:cookies?|consent|gdpr|banner|nav|navbar|navigation|menu|breadcrumbs?|sidebar|"
+    r"side-bar|footer|masthead|share|sharing|social|socials|related|recommended|recommendations|"
+    r"newsletter|subscribe|subscription|signup|sign-up|promo|promotion|advert|advertisement|ads?|"
+    r"sponsor|sponsored|comments?|disqus|popup|modal|overlay|pagination|pager|toolbar|widgets?|"
+    r"tags|tag-list|skip-link|author|authors|about-author|bio|byline|cta|outbrain|taboola|paywall|buybox|"
+    r"buy-box|aside|d-print-none|hide-print|hidden-print|no-print|noprint|print-hide|print-hidden|"
+    r"screen-only)"
+    r"(?![a-z0-9])"
+)
+_MAIN_NAME = re.compile(r"articlebody|article-body|post-body|entry-content|post-content|story-body")
+LINK_PRUNED = words("div section ul ol dl menu p header footer aside center address details span font")
+MIN_GOOD = 40
+"""Chars of inline text for a block to count as prose."""
+MAX_GOOD_LINK_DENSITY = 0.4
+
+
+@dataclass
+class Selection:
+    container: Node
+    hidden: int
+    """Hidden elements with text inside the selected content (dropped)."""
+    hidden_chars: int
+    lead: Node | None = None
+    """A page title (``h1``) before the container, emitted first when the container has none."""
+
+
+def is_hidden(node: Node) -> bool:
+    a = node.attrs
+    if not a:
+        return False
+    if "hidden" in a or a.get("aria-hidden", "").strip().lower() == "true":
+        return True
+    style = a.get("style", "")
+    return bool(style) and _HIDDEN_STYLE.search(style) is not None
+
+
+def _children(node: Node) -> list[Node]:
+    return [c for c in node.children if isinstance(c, Node)]
+
+
+def _raw_text_len(node: Node, src: str) -> int:
+    total = 0
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for c in n.children:
+            if isinstance(c, Node):
+                stack.append(c)
+            else:
+                total += len(src[c[0] : c[1]].strip())
+    return total
+
+
+def mark_hidden(root: Node, src: str, keep_noscript: bool = False) -> list[tuple[Node, int]]:
+    """Drop hidden elements and non-content tags; the hidden elements with text (and its chars)."""
+    hidden: list[tuple[Node, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        node.drop = False
+        for c in node.children:
+            if not isinstance(c, Node):
+                continue
+            if c.tag in DROP_TAGS and not (keep_noscript and c.tag == "noscript"):
+                c.drop = True
+            elif is_hidden(c):
+                c.drop = True
+                n = _raw_text_len(c, src)
+                if n:
+                    hidden.append((c, n))
+            else:
+                stack.append(c)
+    return hidden
+
+
+def _text_len(src: str, a: int, b: int) -> int:
+    s = src[a:b]
+    return len(s) - s.count(" ") - s.count("\n") - s.count("\t") - s.count("\r")
+
+
+def compute_stats(root: Node, src: str) -> list[Node]:
+    """Fill the text statistics of every kept node, bottom-up; returns them in pre-order.
+
+    ``text``/``link``: chars of text and of link text; ``good``: chars of prose blocks
+    (inline text of a block >= :data:`MIN_GOOD`, link density <= :data:`MAX_GOOD_LINK_DENSITY`);
+    ``links``: ``<a href>`` count; ``heads``/``link_heads``: headings, and headings that are
+    links to other pages (teasers); ``forms``: ``<form>`` count.
+    """
+    order: list[Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(c for c in reversed(node.children) if isinstance(c, Node) and not c.drop)
+    for node in reversed(order):
+        own = 0
+        text = link = itext = ilink = good = links = heads = link_heads = forms = 0
+        for c in node.children:
+            if isinstance(c, Node):
+                if c.drop:
+                    continue
+                text += c.text
+                link += c.link
+                good += c.good
+                links += c.links
+                heads += c.heads
+                link_heads += c.link_heads
+                forms += c.forms
+                if c.tag not in BLOCK:
+                    itext += c.inline_text
+                    ilink += c.inline_link
+            else:
+                own += _text_len(src, c[0], c[1])
+        text += own
+        itext += own
+        tag = node.tag
+        if tag == "a":
+            link, ilink = text, itext
+            href = node.get("href").strip()
+            links += 1 if href else 0
+        elif tag == "form":
+            forms += 1
+        elif tag in HEADINGS:
+            heads += 1
+            if text and link >= 0.8 * text and _external_link(node):
+                link_heads += 1
+        node.text, node.link, node.links = text, link, links
+        node.heads, node.link_heads, node.forms = heads, link_heads, forms
+        if tag in BLOCK:
+            if itext >= MIN_GOOD and ilink <= MAX_GOOD_LINK_DENSITY * itext and tag not in HEADINGS:
+                good += itext
+            node.inline_text = node.inline_link = 0
+        else:
+            node.inline_text, node.inline_link = itext, ilink
+        node.good = good
+    return order
+
+
+def _external_link(node: Node) -> bool:
+    """Whether ``node`` holds a link to another page (not an in-page ``#anchor``)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.tag == "a":
+            href = n.get("href").strip()
+            if href and not href.startswith("#"):
+                return True
+        stack.extend(c for c in n.children if isinstance(c, Node) and not c.drop)
+    return False
+
+
+def _names(node: Node) -> str:
+    return (node.get("class") + " " + node.get("id")).lower()
+
+
+def _is_mainlike(node: Node) -> bool:
+    if node.tag in ("main", "article"):
+        return True
+    if node.get("role").lower() == "main" or node.get("itemprop").lower() == "articlebody":
+        return True
+    return _MAIN_NAME.search(_names(node).replace("_", "-")) is not None
+
+
+def select_content(root: Node, order: list[Node], hidden: list[tuple[Node, int]]) -> Selection:
+    total = root.good
+    container = root
+    if total > 0:
+        cands = [n for n in order if n is not root and _is_mainlike(n) and n.good >= 0.5 * total]
+        if cands:
+            best = max(n.good for n in cands)
+            # the outermost of the candidates that hold (nearly) the best share
+            container = next(n for n in cands if n.good >= 0.9 * best)
+        container = _descend(container)
+    _prune(container)
+    lead = None if _has_kept(container, "h1") else _lead_heading(root, container)
+    inside = [
+        n for node, n in hidden if _within(node, container) or (lead is not None and _within(node, lead))
+    ]
+    return Selection(container, len(inside), sum(inside), lead)
+
+
+def _within(node: Node, ancestor: Node) -> bool:
+    p = node.parent
+    while p is not None:
+        if p is ancestor:
+            return True
+        p = p.parent
+    return False
+
+
+def _descend(node: Node) -> Node:
+    """Walk down while one child holds nearly all the prose of its parent."""
+    while node.good > 0:
+        if node.tag in ("article", "main") and node.parent is not None:
+            return node
+        kids = [c for c in _children(node) if not c.drop]
+        if not kids:
+            return node
+        best = max(kids, key=lambda c: c.good)
+        if best.good < 0.85 * node.good:
+            return node
+        node = best
+    return node
+
+
+def _boilerplate(node: Node, container: Node) -> bool:
+    tag = node.tag
+    if container.good and node.good >= 0.6 * container.good:
+        return False  # never prune away most of the prose (e.g. a <form> around a whole page)
+    if tag in BOILER_TAGS or node.get("role").lower() in BOILER_ROLES:
+        return True
+    if tag == "header":
+        return not any(_has_kept(node, h) for h in ("h1", "h2")) or node.link > 0.5 * max(node.text, 1)
+    names = _names(node)
+    if names.strip() and _BOILER_NAME.search(names.replace("_", "-")):
+        return True
+    if tag == "figure" and node.text < 300 and _contains(node, ("img", "picture", "video")):
+        return True  # an image with its caption and credit
+    if node.link_heads >= 2 and node.link_heads * 2 >= node.heads:
+        return True  # teaser cards: headings that link to other pages
+    if node.forms and node.text - node.good < 500 and node.good < 300:
+        return True  # a sign-up or search box around a form
+    if tag == "table" and node.links >= 10 and node.link > 0.7 * node.text:
+        return True  # a navigation box laid out as a table
+    # menus and link farms
+    return (
+        tag in LINK_PRUNED and node.links >= 2 and node.link > 0.5 * node.text and node.good < 0.3 * node.text
+    )
+
+
+def _prune(container: Node) -> None:
+    stack = [container]
+    while stack:
+        node = stack.pop()
+        for c in node.children:
+            if isinstance(c, Node) and not c.drop:
+                if _boilerplate(c, container):
+                    c.drop = True
+                else:
+                    stack.append(c)
+
+
+def _contains(node: Node, tags: tuple[str, ...]) -> bool:
+    """Whether an element of ``tags`` is inside ``node``, dropped or not."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.tag in tags:
+            return True
+        stack.extend(c for c in n.children if isinstance(c, Node))
+    return False
+
+
+def _has_kept(node: Node, tag: str) -> bool:
+    return _has_kept_any(node, (tag,))
+
+
+def _has_kept_any(node: Node, tags: tuple[str, ...]) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.tag in tags:
+            return True
+        stack.extend(c for c in n.children if isinstance(c, Node) and not c.drop)
+    return False
+
+
+def _lead_heading(root: Node, container: Node) -> Node | None:
+    """The first visible ``h1`` before the container that is not the site's name."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n is container or n.start >= container.start:
+            continue
+        if n.tag == "h1" and n.end > container.start:
+            continue  # an unclosed <h1> around the content is not a title
+        if (
+            n.tag in BOILER_TAGS
+            or n.get("role").lower() in BOILER_ROLES
+            or _SITE_HEADER & set(_names(n).split())
+        ):
+            continue
+        if n.tag == "header" and not _inside(n, ("article", "main")):
+            continue
+        if n.tag == "h1":
+            if n.text > 0 and not _home_link(n):
+                return n
+            continue
+        stack.extend(c for c in reversed(n.children) if isinstance(c, Node) and not c.drop)
+    return None
+
+
+_SITE_HEADER = words(
+    "header site-header page-header masthead branding site-branding logo site-logo site-title "
+    "site-name banner topbar top-bar"
+)
+
+
+def _inside(node: Node, tags: tuple[str, ...]) -> bool:
+    p = node.parent
+    while p is not None:
+        if p.tag in tags:
+            return True
+        p = p.parent
+    return False
+
+
+def _home_link(node: Node) -> bool:
+    """A heading that is a link to a site's home page (a site title, not a page title)."""
+    if node.link < 0.8 * node.text:
+        return False
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.tag == "a":
+            return urlsplit(n.get("href").strip()).path.strip("/") == ""
+        stack.extend(c for c in n.children if isinstance(c, Node))
+    return False
