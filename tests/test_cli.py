@@ -82,11 +82,20 @@ def test_lineage_is_checked_field_by_field(project, ws, capsys) -> None:  # type
     raw = (ws.root / "corpus" / "acme" / "runbook.md").read_bytes()
     assert info["uri"] == (ws.root / "corpus" / "acme" / "runbook.md").resolve().as_uri()
     assert info["revision"] == hashlib.sha256(raw).hexdigest()
-    assert info["source_slice"] == raw[row["byte_start"] : row["byte_end"]].decode() and info["source_verified"]
+    assert (
+        info["source_slice"] == raw[row["byte_start"] : row["byte_end"]].decode() and info["source_verified"]
+    )
     assert info["run_id"] == "lin-1" and info["partition"] == "acme"
     pubs = ws.context("acme").index.publications()
     assert info["first_published_version"] == pubs[0]["table_version"] == info["active_version"]
-    for key in ("parser_version", "chunker_version", "tokenizer_version", "model_version", "parent_id", "prev_id"):
+    for key in (
+        "parser_version",
+        "chunker_version",
+        "tokenizer_version",
+        "model_version",
+        "parent_id",
+        "prev_id",
+    ):
         assert info[key] == row[key]
     assert info["parser_version"].startswith("markdown-it-py") and info["chunker_version"] == "structural/1"
     assert info["duplicates"] == []
