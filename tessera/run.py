@@ -166,7 +166,9 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     rows = build_rows(chunks, docs, vectors, ident.key, rc.run_id, ident.dimension)
     problems = check_rows(rows, rc.tenant, ident.dimension)
     problems += check_offsets(
-        rows.select(["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages"]).to_pylist()[:50],
+        rows.select(
+            ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages", "content_type"]
+        ).to_pylist()[:50],
         rc.blobs,
     )
     if problems:
