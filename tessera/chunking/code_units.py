@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from tessera.chunking.assemble import Draft, assemble
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.code_context import Frame, SourceLines
-from tessera.chunking.identity import chunk_id, section_id
-from tessera.errors import ChunkingError
 from tessera.types import Block, Chunk, ParsedDocument, SourceDocument
 
 UNIT_KINDS = frozenset({"function", "class", "method", "statement", "comment", "import", "docstring"})
@@ -98,7 +97,7 @@ def build_chunks(
 
     ``measure`` gives a piece's embedding text and its exact token count.
     """
-    text, cfg_hash, lines = parsed.text, ctx.config_hash, SourceLines(parsed.text)
+    lines = SourceLines(parsed.text)
     groups: dict[int, list[int]] = {}
     for k, p in enumerate(pieces):
         if p.group >= 0:
@@ -107,41 +106,20 @@ def build_chunks(
     for idxs in groups.values():
         for j, k in enumerate(idxs):
             pieces[k] = replace(pieces[k], flags=(*pieces[k].flags, f"part:{j + 1}/{len(idxs)}"))
-    ids = [
-        chunk_id(doc.tenant, doc.doc_id, doc.revision, p.start, p.end, cfg_hash, ctx.model_hash)
-        for p in pieces
-    ]
-    chunks: list[Chunk] = []
-    for k, p in enumerate(pieces):
+    drafts = []
+    for p in pieces:
         emb, n = measure(p)
-        if n > ctx.config.max_tokens:
-            raise ChunkingError(f"{doc.doc_id}[{p.start}:{p.end}] has {n} tokens > {ctx.config.max_tokens}")
-        b0, b1 = parsed.offsets.span(text, p.start, p.end)
-        chunks.append(
-            Chunk(
-                id=ids[k],
-                tenant=doc.tenant,
-                doc_id=doc.doc_id,
-                revision=doc.revision,
+        drafts.append(
+            Draft(
                 start=p.start,
                 end=p.end,
-                text=text[p.start : p.end],
                 embedding_text=emb,
-                byte_start=b0,
-                byte_end=b1,
                 heading_path=p.path,
                 anchor=f"L{lines.line(p.start)}-L{lines.line(p.end - 1)}",
-                position=k,
-                parent_id=section_id(doc.tenant, doc.doc_id, doc.revision, *p.parent, cfg_hash),
-                prev_id=ids[k - 1] if k > 0 else "",
-                next_id=ids[k + 1] if k + 1 < len(ids) else "",
-                token_count=n,
+                parent=p.parent,
                 kind="code",
-                flags=tuple(dict.fromkeys(p.flags)),
-                chunking_config_hash=cfg_hash,
-                chunker_version=version,
-                parser_version=parsed.parser_version,
-                tokenizer_version=ctx.counter.version,
+                flags=p.flags,
+                tokens=n,
             )
         )
-    return chunks
+    return assemble(doc, parsed, ctx, drafts, version)

@@ -14,10 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tessera.chunking.assemble import Draft, assemble
 from tessera.chunking.base import ChunkContext
-from tessera.chunking.identity import chunk_id, section_id
 from tessera.chunking.windows import token_windows, trim
-from tessera.errors import ChunkingError
 from tessera.types import Block, Chunk, ParsedDocument, SourceDocument
 
 
@@ -231,55 +230,19 @@ def _pack_lines(
 def build_chunks(
     doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext, pieces: list[Piece], version: str
 ) -> list[Chunk]:
-    text, cfg_hash = parsed.text, ctx.config_hash
     unclosed = [b for b in parsed.blocks if b.kind == "fence" and b.title == "unclosed"]
-    ids = [
-        chunk_id(doc.tenant, doc.doc_id, doc.revision, p.start, p.end, cfg_hash, ctx.model_hash)
+    drafts = [
+        Draft(
+            start=p.start,
+            end=p.end,
+            embedding_text=render(breadcrumb(p.section.path, ctx), p.context, parsed.text[p.start : p.end]),
+            heading_path=p.section.path,
+            anchor=p.section.anchor,
+            parent=(p.section.start, p.section.end),
+            kind=p.kind,
+            flags=p.flags
+            + (("unclosed_fence",) if any(b.start < p.end and p.start < b.end for b in unclosed) else ()),
+        )
         for p in pieces
     ]
-    chunks: list[Chunk] = []
-    for k, p in enumerate(pieces):
-        body = text[p.start : p.end]
-        emb = render(breadcrumb(p.section.path, ctx), p.context, body)
-        n = ctx.tokens(emb)
-        if n > ctx.config.max_tokens:
-            raise ChunkingError(f"{doc.doc_id}[{p.start}:{p.end}] has {n} tokens > {ctx.config.max_tokens}")
-        flags = p.flags + (
-            ("unclosed_fence",) if any(b.start < p.end and p.start < b.end for b in unclosed) else ()
-        )
-        if parsed.layout is not None:  # paginated: provenance is page + bbox
-            b0, b1, pages = -1, -1, parsed.layout.spans(p.start, p.end)
-            flags += ("ocr",) if parsed.layout.ocr(p.start, p.end) else ()
-        else:
-            (b0, b1), pages = parsed.offsets.span(text, p.start, p.end), ()
-        chunks.append(
-            Chunk(
-                id=ids[k],
-                tenant=doc.tenant,
-                doc_id=doc.doc_id,
-                revision=doc.revision,
-                start=p.start,
-                end=p.end,
-                text=body,
-                embedding_text=emb,
-                byte_start=b0,
-                byte_end=b1,
-                heading_path=p.section.path,
-                anchor=p.section.anchor,
-                position=k,
-                parent_id=section_id(
-                    doc.tenant, doc.doc_id, doc.revision, p.section.start, p.section.end, cfg_hash
-                ),
-                prev_id=ids[k - 1] if k > 0 else "",
-                next_id=ids[k + 1] if k + 1 < len(ids) else "",
-                token_count=n,
-                kind=p.kind,
-                flags=flags,
-                chunking_config_hash=cfg_hash,
-                chunker_version=version,
-                parser_version=parsed.parser_version,
-                tokenizer_version=ctx.counter.version,
-                pages=pages,
-            )
-        )
-    return chunks
+    return assemble(doc, parsed, ctx, drafts, version)
