@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, median, peak_rss_mb, write_result
-from tessera.evaluation.html_eval import normalize
+from tessera.evaluation.html_eval import score_page, totals
 from tessera.parsing.html import HtmlParser
 from tessera.parsing.html_text import DecodedSource, detect_encoding
 from tessera.parsing.html_tree import TreeLimits, build_tree
@@ -161,21 +161,12 @@ def time_all(fn: Callable[[bytes], object], pages: list[tuple[str, bytes]], repe
 def keep_drop(fn: Callable[[bytes], str], meta: dict[str, Any], data: Path) -> dict[str, Any]:
     kept = total_with = dropped = total_without = 0
     for item in meta.values():
-        text = normalize(fn((data / "html" / item["file"]).read_bytes()))
-        with_ = [normalize(s) for s in item.get("with", []) if normalize(s)]
-        without = [normalize(s) for s in item.get("without", []) if normalize(s)]
-        kept += sum(s in text for s in with_)
-        dropped += sum(s not in text for s in without)
+        with_, without, missed, leaked = score_page(fn((data / "html" / item["file"]).read_bytes()), item)
+        kept += len(with_) - len(missed)
+        dropped += len(without) - len(leaked)
         total_with += len(with_)
         total_without += len(without)
-    return {
-        "kept": kept,
-        "with": total_with,
-        "kept_pct": round(100.0 * kept / max(total_with, 1), 1),
-        "dropped": dropped,
-        "without": total_without,
-        "dropped_pct": round(100.0 * dropped / max(total_without, 1), 1),
-    }
+    return totals(kept, total_with, dropped, total_without)
 
 
 def main(argv: list[str] | None = None) -> int:

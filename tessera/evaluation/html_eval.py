@@ -44,6 +44,27 @@ def _doc(name: str, raw: bytes) -> SourceDocument:
     )
 
 
+def score_page(text: str, item: dict[str, Any]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``(with, without, missed, leaked)`` snippets of one page against extracted ``text``."""
+    found = normalize(text)
+    with_ = [s for s in item.get("with", []) if normalize(s)]
+    without = [s for s in item.get("without", []) if normalize(s)]
+    missed = [s for s in with_ if normalize(s) not in found]
+    leaked = [s for s in without if normalize(s) in found]
+    return with_, without, missed, leaked
+
+
+def totals(kept: int, total_with: int, dropped: int, total_without: int) -> dict[str, Any]:
+    return {
+        "kept": kept,
+        "with": total_with,
+        "kept_pct": round(100.0 * kept / max(total_with, 1), 1),
+        "dropped": dropped,
+        "without": total_without,
+        "dropped_pct": round(100.0 * dropped / max(total_without, 1), 1),
+    }
+
+
 def evaluate_html(data_dir: Path) -> dict[str, Any]:
     """Kept ``with`` and dropped ``without`` snippets, overall and per page."""
     data = json.loads((data_dir / "evaldata_subset.json").read_text(encoding="utf-8"))
@@ -57,15 +78,12 @@ def evaluate_html(data_dir: Path) -> dict[str, Any]:
         size += len(raw)
         t0 = time.perf_counter()
         try:
-            text = normalize(parser.parse(_doc(item["file"], raw), raw).text)
+            text = parser.parse(_doc(item["file"], raw), raw).text
             error = ""
         except DocumentError as e:
             text, error = "", e.reason
         seconds += time.perf_counter() - t0
-        with_ = [s for s in item.get("with", []) if normalize(s)]
-        without = [s for s in item.get("without", []) if normalize(s)]
-        missed = [s for s in with_ if normalize(s) not in text]
-        leaked = [s for s in without if normalize(s) in text]
+        with_, without, missed, leaked = score_page(text, item)
         kept += len(with_) - len(missed)
         dropped += len(without) - len(leaked)
         total_with += len(with_)
@@ -85,12 +103,7 @@ def evaluate_html(data_dir: Path) -> dict[str, Any]:
         )
     return {
         "pages": len(pages),
-        "kept": kept,
-        "with": total_with,
-        "kept_pct": round(100.0 * kept / max(total_with, 1), 1),
-        "dropped": dropped,
-        "without": total_without,
-        "dropped_pct": round(100.0 * dropped / max(total_without, 1), 1),
+        **totals(kept, total_with, dropped, total_without),
         "parse_seconds": round(seconds, 3),
         "mb_per_s": round(size / 1e6 / max(seconds, 1e-9), 2),
         "per_page": pages,

@@ -8,11 +8,14 @@ stops before publish, so an outage can never delete an index.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
+from tessera.config import AccessRule
 from tessera.errors import SourceError
-from tessera.types import SourceDocument
+from tessera.parsing.base import parser_for_path
+from tessera.types import SourceDocument, sha256_hex
 
 
 class Verdict(StrEnum):
@@ -51,6 +54,34 @@ class Listing:
             raise SourceError(f"listing for {self.tenant!r} names a document twice")
         if any(d.tenant != self.tenant for d in self.documents):
             raise SourceError(f"listing for {self.tenant!r} holds another tenant's documents")
+
+
+def make_document(
+    tenant: str,
+    doc_id: str,
+    raw: bytes,
+    uri: str,
+    access: AccessRule,
+    effective: tuple[datetime, datetime],
+    modified_at: datetime,
+) -> SourceDocument:
+    """A listed document: revision = sha256 of the raw bytes, content type from the name."""
+    content_type = parser_for_path(doc_id)
+    if content_type is None:
+        raise SourceError(f"{doc_id!r} has no parser; connectors list only supported files")
+    return SourceDocument(
+        tenant=tenant,
+        doc_id=doc_id,
+        uri=uri,
+        revision=sha256_hex(raw),
+        content_type=content_type,
+        readers=access.readers,
+        groups=access.groups,
+        effective_from=effective[0],
+        effective_to=effective[1],
+        modified_at=modified_at,
+        size=len(raw),
+    )
 
 
 class SourceConnector(Protocol):

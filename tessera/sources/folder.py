@@ -9,7 +9,7 @@ from pathlib import Path
 from tessera.config import AccessRule
 from tessera.errors import SourceError
 from tessera.parsing.base import parser_for_path
-from tessera.sources.base import Listing, Verdict
+from tessera.sources.base import Listing, Verdict, make_document
 from tessera.sources.policy import POLICY_FILE, load_policy
 from tessera.types import SourceDocument, sha256_hex
 
@@ -50,22 +50,9 @@ class FolderConnector:
             except OSError as e:
                 raise SourceError(f"cannot read {path}: {e}") from e
             access, start, end = policy.resolve(rel)
-            content_type = parser_for_path(rel)
-            assert content_type is not None
+            modified = datetime.fromtimestamp(mtime, tz=UTC)
             docs.append(
-                SourceDocument(
-                    tenant=self.tenant,
-                    doc_id=rel,
-                    uri=path.resolve().as_uri(),
-                    revision=sha256_hex(raw),
-                    content_type=content_type,
-                    readers=access.readers,
-                    groups=access.groups,
-                    effective_from=start,
-                    effective_to=end,
-                    modified_at=datetime.fromtimestamp(mtime, tz=UTC),
-                    size=len(raw),
-                )
+                make_document(self.tenant, rel, raw, path.resolve().as_uri(), access, (start, end), modified)
             )
         if not docs:
             proof = f"folder {self.root} exists and lists 0 indexable files ({skipped} other entries)"

@@ -18,7 +18,7 @@ from urllib.parse import quote, unquote
 from tessera.config import AccessRule, TenantConfig
 from tessera.errors import ConfigError, SourceError
 from tessera.parsing.base import parser_for_path
-from tessera.sources.base import DocumentFailure, Listing, Verdict
+from tessera.sources.base import DocumentFailure, Listing, Verdict, make_document
 from tessera.sources.policy import POLICY_FILE, Policy, parse_policy
 from tessera.types import SourceDocument, sha256_hex
 
@@ -200,23 +200,7 @@ class GitConnector:
                 failed.append(DocumentFailure(rel, "lfs_pointer", f"{rel} is a Git LFS pointer in {where}"))
                 continue
             access, start, end = policy.resolve(rel)
-            content_type = parser_for_path(rel)
-            assert content_type is not None
-            docs.append(
-                SourceDocument(
-                    tenant=self.tenant,
-                    doc_id=rel,
-                    uri=self._uri(oid, rel),
-                    revision=sha256_hex(raw),
-                    content_type=content_type,
-                    readers=access.readers,
-                    groups=access.groups,
-                    effective_from=start,
-                    effective_to=end,
-                    modified_at=when,
-                    size=len(raw),
-                )
-            )
+            docs.append(make_document(self.tenant, rel, raw, self._uri(oid, rel), access, (start, end), when))
         self.commit = commit
         others = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())) or "none"
         scope = f"ls-tree of '{self.subdir}/'" if self.subdir else "ls-tree of the root"

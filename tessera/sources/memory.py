@@ -14,11 +14,12 @@ from typing import Any
 from tessera.config import AccessRule
 from tessera.errors import SourceError
 from tessera.parsing.base import parser_for_path
-from tessera.sources.base import Listing, Verdict
+from tessera.sources.base import Listing, Verdict, make_document
 from tessera.sources.policy import POLICY_FILE, parse_policy
 from tessera.types import SourceDocument, sha256_hex
 
 FAILURES = ("", "raise", "bare_list", "no_proof")
+_MODIFIED = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class MemoryConnector:
@@ -50,21 +51,8 @@ class MemoryConnector:
             if rel == POLICY_FILE or content_type is None:
                 continue
             access, start, end = policy.resolve(rel)
-            docs.append(
-                SourceDocument(
-                    tenant=self.tenant,
-                    doc_id=rel,
-                    uri=f"memory://{self.tenant}/{rel}",
-                    revision=sha256_hex(raw),
-                    content_type=content_type,
-                    readers=access.readers,
-                    groups=access.groups,
-                    effective_from=start,
-                    effective_to=end,
-                    modified_at=datetime(2026, 1, 1, tzinfo=UTC),
-                    size=len(raw),
-                )
-            )
+            uri = f"memory://{self.tenant}/{rel}"
+            docs.append(make_document(self.tenant, rel, raw, uri, access, (start, end), _MODIFIED))
         if self.failure == "no_proof":
             return Listing(self.tenant, Verdict.EMPTY, (), "")
         if not docs:

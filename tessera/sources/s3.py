@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tessera.config import AccessRule, TenantConfig, parse_access_rule
 from tessera.errors import ConfigError, SourceError
 from tessera.parsing.base import parser_for_path
-from tessera.sources.base import DocumentFailure, Listing, Verdict
+from tessera.sources.base import DocumentFailure, Listing, Verdict, make_document
 from tessera.sources.policy import POLICY_FILE, Policy, _date, parse_policy
 from tessera.types import ALWAYS, SourceDocument, sha256_hex
 
@@ -194,22 +194,9 @@ class S3Connector:
             access, start, end = self._access(rel, response.get("Metadata") or {}, policy)
         except ConfigError as e:
             return DocumentFailure(rel, "bad_metadata", f"{self._where(key)}: {e}")
-        content_type = parser_for_path(rel)
-        assert content_type is not None
         modified = response.get("LastModified")
-        return SourceDocument(
-            tenant=self.tenant,
-            doc_id=rel,
-            uri=self._where(key),
-            revision=sha256_hex(raw),
-            content_type=content_type,
-            readers=access.readers,
-            groups=access.groups,
-            effective_from=start,
-            effective_to=end,
-            modified_at=modified.astimezone(UTC) if isinstance(modified, datetime) else ALWAYS,
-            size=len(raw),
-        )
+        when = modified.astimezone(UTC) if isinstance(modified, datetime) else ALWAYS
+        return make_document(self.tenant, rel, raw, self._where(key), access, (start, end), when)
 
     def _indexable(self, key: str) -> str | None:
         rel = key[len(self.prefix) :]
