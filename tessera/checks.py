@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from tessera.offsets import normalize_text_bytes
+from tessera.parsing.base import slice_matches, source_encoding
 from tessera.store.blobs import BlobStore
 from tessera.types import SourceDocument
 
@@ -21,22 +22,12 @@ def source_slice_text(raw: bytes, byte_start: int, byte_end: int) -> str:
 
 def source_slice_matches(raw: bytes, row: Mapping[str, Any]) -> bool:
     """Whether a row's source byte range gives its text, by the rules of its format."""
-    if row.get("content_type") == "text/html":  # tags, entities and dropped boilerplate in range
-        from tessera.parsing.html import html_slice_matches
-
-        return bool(html_slice_matches(raw, row["byte_start"], row["byte_end"], row["text"]))
-    expected: str = row["text"]
-    return source_slice_text(raw, row["byte_start"], row["byte_end"]) == expected
+    return slice_matches(row.get("content_type"), raw, row["byte_start"], row["byte_end"], row["text"])
 
 
 def decode_slice(raw: bytes, byte_start: int, byte_end: int, content_type: str | None) -> str:
-    """A source byte range as text for display, in the page's own encoding for HTML."""
-    encoding = "utf-8"
-    if content_type == "text/html":
-        from tessera.parsing.html import page_encoding
-
-        encoding = page_encoding(raw)
-    return raw[byte_start:byte_end].decode(encoding, "replace")
+    """A source byte range as text for display, in the document's own encoding."""
+    return raw[byte_start:byte_end].decode(source_encoding(content_type, raw), "replace")
 
 
 def check_rows(rows: pa.Table, tenant: str, dimension: int) -> list[str]:

@@ -25,6 +25,10 @@ class SandboxLimits:
 
 
 class Parser(Protocol):
+    """Parses raw bytes. A parser whose normalized text is not simply the decoded source
+    (e.g. HTML: tags, entities) may also define ``slice_matches(raw, byte_start, byte_end,
+    text) -> bool`` and ``source_encoding(raw) -> str``; see :func:`slice_matches`."""
+
     name: str
     version: str
     content_types: tuple[str, ...]
@@ -96,3 +100,33 @@ def parse_document(doc: SourceDocument, raw: bytes) -> ParsedDocument:
         result: ParsedDocument = run_sandboxed(doc, raw, limits)
         return result
     return parser.parse(doc, raw)
+
+
+def _hook(content_type: str | None, name: str) -> Callable[..., object] | None:
+    if content_type is None:
+        return None
+    try:
+        hook: Callable[..., object] | None = getattr(get_parser(content_type), name, None)
+    except DocumentError:
+        return None
+    return hook
+
+
+def slice_matches(content_type: str | None, raw: bytes, byte_start: int, byte_end: int, text: str) -> bool:
+    """Whether a source byte range gives a chunk's text, by the rules of its format.
+
+    The default is the text formats' rule: the range, decoded and normalized (BOM, CRLF), is
+    the text. A parser with markup in its ranges provides its own ``slice_matches``.
+    """
+    hook = _hook(content_type, "slice_matches")
+    if hook is not None:
+        return bool(hook(raw, byte_start, byte_end, text))
+    from tessera.offsets import normalize_text_bytes
+
+    return normalize_text_bytes(raw[byte_start:byte_end])[0] == text
+
+
+def source_encoding(content_type: str | None, raw: bytes) -> str:
+    """The codec a document's bytes are decoded with (UTF-8 unless its parser says otherwise)."""
+    hook = _hook(content_type, "source_encoding")
+    return str(hook(raw)) if hook is not None else "utf-8"

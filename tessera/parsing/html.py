@@ -91,6 +91,13 @@ class HtmlParser:
     def __init__(self, limits: HtmlLimits | None = None) -> None:
         self.limits = limits or HtmlLimits()
 
+    def slice_matches(self, raw: bytes, byte_start: int, byte_end: int, text: str) -> bool:
+        """A chunk's byte range holds markup and dropped boilerplate: compare as HTML."""
+        return html_slice_matches(raw, byte_start, byte_end, text)
+
+    def source_encoding(self, raw: bytes) -> str:
+        return page_encoding(raw)
+
     def parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
         try:
             return self._parse(doc, raw)
