@@ -41,6 +41,9 @@ def print_hits(hits: Sequence[SearchHit]) -> None:
         print(f"{n}. {h.score:.3f}  {h.doc_id}#{h.anchor}  [{crumb}]  {h.citation.locator()}")
         print(f"   {snippet}")
         print(f"   cite {h.citation}")
+        for src in h.sources[1:]:  # the same content elsewhere (exact copies, folded near duplicates)
+            c = src.citation
+            print(f"   also ({src.relation}) {c.doc_id} {c.locator()}  cite {c}")
 
 
 def _parse_time(value: str) -> datetime:
@@ -294,8 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--tenant", required=True)
     li.add_argument("--json", action="store_true")
     li.set_defaults(func=_cmd_lineage)
-    ev = sub.add_parser("eval", help="evaluations on external data: html, code")
-    ev.add_argument("kind", choices=["html", "code"])
+    ev = sub.add_parser("eval", help="evaluations on external data: html, code, chunking")
+    ev.add_argument("kind", choices=["html", "code", "chunking"], help="chunking: see 'eval chunking -h'")
     ev.add_argument("--data", help="the data folder (html) or package folder (code)")
     ev.add_argument("--json", action="store_true")
     c = sub.add_parser("config", help="validate the configuration file")
@@ -304,6 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["eval", "chunking"]:  # its own options; reads external data by path
+        from tessera.evaluation.chunking.cli import main as chunking_main
+
+        return chunking_main(argv[2:])
     args = build_parser().parse_args(argv)
     if args.command == "eval":  # reads external data by path; needs no configuration
         return _cmd_eval(args)

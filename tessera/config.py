@@ -14,6 +14,13 @@ from typing import Any
 
 import yaml
 
+from tessera.config_chunking import ChunkingConfig as ChunkingConfig
+from tessera.config_chunking import QualityGateConfig as QualityGateConfig
+from tessera.config_chunking import parse_chunking, parse_quality
+from tessera.config_values import check_keys as _check_keys
+from tessera.config_values import integer as _int
+from tessera.config_values import mapping as _mapping
+from tessera.config_values import string as _str
 from tessera.errors import ConfigError
 
 TENANT_ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]|_(?!_)){0,62}")
@@ -42,22 +49,6 @@ class EmbeddingConfig:
     max_retries: int = 3
     backoff_seconds: float = 0.5
     device: str = "cpu"
-
-
-@dataclass(frozen=True)
-class ChunkingConfig:
-    strategy: str = "structural"
-    max_tokens: int = 256
-    target_tokens: int = 200
-    overlap_tokens: int = 32
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "strategy": self.strategy,
-            "max_tokens": self.max_tokens,
-            "target_tokens": self.target_tokens,
-            "overlap_tokens": self.overlap_tokens,
-        }
 
 
 @dataclass(frozen=True)
@@ -100,6 +91,7 @@ class TenantConfig:
     users: Mapping[str, UserEntry] = field(default_factory=dict)
     max_delete_fraction: float = 0.3
     guard_min_documents: int = 10
+    quality: QualityGateConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -127,34 +119,6 @@ def validate_tenant_id(tenant_id: object, key: str = "tenant") -> str:
             "starting with a letter or digit",
         )
     return tenant_id
-
-
-def _mapping(value: object, key: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(key, f"expected a mapping, got {type(value).__name__}")
-    return value
-
-
-def _check_keys(data: Mapping[str, Any], key: str, allowed: set[str]) -> None:
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise ConfigError(f"{key}.{unknown[0]}" if key else unknown[0], "unknown key")
-
-
-def _str(data: Mapping[str, Any], name: str, key: str, default: str | None = None) -> str:
-    value = data.get(name, default)
-    if not isinstance(value, str) or (default is None and not value):
-        raise ConfigError(f"{key}.{name}", f"expected a non-empty string, got {value!r}")
-    return value
-
-
-def _int(data: Mapping[str, Any], name: str, key: str, default: int, lo: int, hi: int) -> int:
-    value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ConfigError(f"{key}.{name}", f"expected an integer in [{lo}, {hi}], got {value!r}")
-    return value
 
 
 def _names(value: object, key: str) -> tuple[str, ...]:
@@ -236,26 +200,11 @@ def _embedding(data: Mapping[str, Any], base: Path) -> EmbeddingConfig:
     )
 
 
-def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingConfig:
-    _check_keys(data, key, {"strategy", "max_tokens", "target_tokens", "overlap_tokens"})
-    max_tokens = _int(data, "max_tokens", key, 256, 16, 8192)
-    target = _int(data, "target_tokens", key, min(200, max_tokens), 8, max_tokens)
-    overlap = _int(data, "overlap_tokens", key, 32, 0, target - 1)
-    strategy = _str(data, "strategy", key, "structural")
-    from tessera.chunking.registry import available_chunkers  # local: avoid an import cycle
-
-    if strategy not in available_chunkers():
-        raise ConfigError(f"{key}.strategy", f"unknown strategy {strategy!r}; known: {available_chunkers()}")
-    return ChunkingConfig(
-        strategy=strategy, max_tokens=max_tokens, target_tokens=target, overlap_tokens=overlap
-    )
-
-
 def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
     key = f"tenants.{tenant_id}"
     validate_tenant_id(tenant_id, key)
     mapping = _mapping(data, key)
-    _check_keys(mapping, key, {"source", "access", "guard"})
+    _check_keys(mapping, key, {"source", "access", "guard", "quality"})
     guard = _mapping(mapping.get("guard"), f"{key}.guard")
     _check_keys(guard, f"{key}.guard", {"max_delete_fraction", "min_documents"})
     fraction = guard.get("max_delete_fraction", 0.3)
@@ -283,6 +232,7 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
         users=users,
         max_delete_fraction=float(fraction),
         guard_min_documents=_int(guard, "min_documents", f"{key}.guard", 10, 0, 1_000_000),
+        quality=parse_quality(mapping.get("quality"), f"{key}.quality", base),
     )
 
 

@@ -66,3 +66,7 @@ class TenantLockedError(PublishError):
 
 class AccessDenied(TesseraError):
     """The principal may not see the requested item. Rendered as 'not found' to callers."""
+
+
+class EvaluationError(TesseraError):
+    """Evaluation input is unusable (missing corpus, a reference that does not match its text)."""

@@ -4,18 +4,22 @@
    (breadcrumb), prepended to ``embedding_text`` as ``"A > B > C\\n\\n"``.
 2. A section's blocks are packed greedily up to ``target_tokens``.
 3. A block that does not fit ``max_tokens`` alone is split: a fence by lines, each part
-   repeating the fence's opening line as context (flag ``fence_split``); a table by rows,
-   each part repeating the header rows (flag ``table_split``); prose by token windows with
-   ``overlap_tokens`` of overlap (flag ``windowed``). Nothing is ever truncated.
+   repeating the fence's opening line as context (flag ``fence_split``); a table by whole
+   rows with :mod:`tessera.chunking.tables` (the one table chunker of every format), each
+   part repeating the header rows (flags ``table_split`` and ``rows:a-b``, the 1-based body
+   rows it holds; a row too big alone is cut, flag ``row_split``); prose by token windows
+   with ``overlap_tokens`` of overlap (flag ``windowed``). Nothing is ever truncated.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tessera.chunking.assemble import Draft, assemble
 from tessera.chunking.base import ChunkContext
+from tessera.chunking.headings import document_headings
+from tessera.chunking.tables import split_table
 from tessera.chunking.windows import token_windows, trim
 from tessera.types import Block, Chunk, ParsedDocument, SourceDocument
 
@@ -45,7 +49,7 @@ def slugify(title: str) -> str:
 
 def sections(parsed: ParsedDocument) -> list[Section]:
     text = parsed.text
-    heads = [b for b in parsed.blocks if b.kind == "heading"]
+    heads = document_headings(parsed)
     out: list[Section] = []
     if not heads or heads[0].start > 0:
         out.append(Section(0, heads[0].start if heads else len(text), (), ""))
@@ -126,21 +130,41 @@ class StructuralChunker:
         self, text: str, s: int, e: int, block: Block | None, sec: Section, ctx: ChunkContext
     ) -> list[Piece]:
         crumb = breadcrumb(sec.path, ctx)
-        if block is not None and block.kind in ("fence", "table"):
-            first_line_end = text.find("\n", block.start) + 1 or block.end
-            header_end = first_line_end
-            if block.kind == "table":
-                header_end = text.find("\n", first_line_end) + 1 or block.end
+        if block is not None and block.kind == "table":
+            return _table(text, s, e, block, sec, crumb, ctx)
+        if block is not None and block.kind == "fence":
+            header_end = text.find("\n", block.start) + 1 or block.end
             context = text[block.start : header_end].rstrip("\n")
             if ctx.tokens(render(crumb, context, "")) > ctx.config.max_tokens // 2:
-                context = ""  # a header too long to repeat: parts go without it
-            flag = "fence_split" if block.kind == "fence" else "table_split"
-            return _pack_lines(text, s, e, header_end, context, crumb, sec, _kind(block), flag, ctx)
-        size = min(ctx.config.target_tokens, ctx.config.max_tokens - ctx.tokens(render(crumb, "", "")))
-        spans = token_windows(
-            text, s, e, ctx, size, ctx.config.overlap_tokens, lambda t: render(crumb, "", t)
-        )
-        return [Piece(a, b, sec, "text", flags=("windowed",)) for a, b in spans]
+                context = ""  # an opening line too long to repeat: parts go without it
+            return _pack_lines(text, s, e, header_end, context, crumb, sec, _kind(block), "fence_split", ctx)
+        return _windowed(text, s, e, sec, crumb, ctx)
+
+
+def _windowed(text: str, s: int, e: int, sec: Section, crumb: str, ctx: ChunkContext) -> list[Piece]:
+    """Prose too big for one chunk: token windows with ``overlap_tokens`` of overlap."""
+    size = min(ctx.config.target_tokens, ctx.config.max_tokens - ctx.tokens(render(crumb, "", "")))
+    spans = token_windows(text, s, e, ctx, size, ctx.config.overlap_tokens, lambda t: render(crumb, "", t))
+    return [Piece(a, b, sec, "text", flags=("windowed",)) for a, b in spans]
+
+
+def _table(
+    text: str, s: int, e: int, block: Block, sec: Section, crumb: str, ctx: ChunkContext
+) -> list[Piece]:
+    """The unit ``[s, e)`` holding a table block, split by rows (see :mod:`tessera.chunking.tables`).
+
+    Text before the block (the section's heading line) goes with the first part; any text
+    after it inside the unit (normally only blank lines) is windowed as prose.
+    """
+    end = min(block.end, e)
+    table = block if end == block.end else replace(block, end=end)
+    out: list[Piece] = []
+    for p in split_table(text, table, ctx, lambda c, t: render(crumb, c, t), lead=s):
+        rows = (f"rows:{p.rows[0] + 1}-{p.rows[1]}",) if p.rows[1] > p.rows[0] else ()
+        out.append(Piece(p.start, p.end, sec, "table", p.context, p.flags + rows))
+    if text[end:e].strip():
+        out.extend(_windowed(text, end, e, sec, crumb, ctx))
+    return out
 
 
 def breadcrumb(path: tuple[str, ...], ctx: ChunkContext) -> str:

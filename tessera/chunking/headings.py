@@ -1,0 +1,34 @@
+"""Headings of a document: the parser's, else headings inferred from plain-text conventions.
+
+Parsers report headings as ``Block(kind="heading")``. A document whose parser found none
+(plain text, chat exports, wiki dumps saved as text or Markdown) may still mark them with
+the MediaWiki convention, a line ``= Title =``, ``== Section ==`` (also the spaced form
+``= = Section = =`` of WikiText dumps): as many ``=`` on both sides as the level. Such
+lines become headings, so that chunks get a breadcrumb of the article and section they
+belong to. The text is not changed; only its structure is read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tessera.types import Block, ParsedDocument
+
+_WIKI = re.compile(r"^[ \t]*(=(?:[ \t]?=){0,5})[ \t]*([^=\n][^\n]{0,150}?)[ \t]*(=(?:[ \t]?=){0,5})[ \t]*$", re.M)
+
+
+def wiki_headings(text: str) -> list[Block]:
+    """``= Title =`` lines with the same number of ``=`` on both sides, as heading blocks."""
+    out: list[Block] = []
+    for m in _WIKI.finditer(text):
+        opening, title, closing = m.group(1), m.group(2).strip(), m.group(3)
+        level = opening.count("=")
+        if title and level == closing.count("="):
+            out.append(Block("heading", m.start(), m.end(), level=level, title=title))
+    return out
+
+
+def document_headings(parsed: ParsedDocument) -> list[Block]:
+    """The parser's headings; if there are none, MediaWiki-style heading lines."""
+    found = [b for b in parsed.blocks if b.kind == "heading"]
+    return found if found else wiki_headings(parsed.text)

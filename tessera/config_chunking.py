@@ -1,0 +1,144 @@
+"""The chunking profile (``chunking:``) and a tenant's quality gate (``tenants.T.quality``).
+
+The profile names one strategy from the chunker registry plus its budget. ``as_dict`` is
+hashed into every chunk id, so two profiles that chunk differently never share ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tessera.config_values import check_keys, choice, integer, mapping, number, string
+from tessera.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SemanticConfig:
+    """Boundaries where neighbouring sentences stop being similar.
+
+    ``threshold_kind = "percentile"``: cut where the cosine distance between neighbouring
+    sentence windows is above that percentile of the document's distances. ``"absolute"``:
+    cut where the distance is above ``threshold`` (0..2). ``window`` sentences on each side
+    are averaged before comparing; ``min_tokens`` avoids slivers.
+    """
+
+    threshold_kind: str = "percentile"
+    threshold: float = 90.0
+    window: int = 1
+    min_tokens: int = 16
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "threshold_kind": self.threshold_kind,
+            "threshold": self.threshold,
+            "window": self.window,
+            "min_tokens": self.min_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """Near-duplicate policy: ``flag`` keeps both chunks (flag ``near_duplicate``); ``drop``
+    indexes only the first and links the dropped one in its provenance. Similarity is the
+    estimated Jaccard of word ``shingle``-grams (MinHash, ``permutations`` hashes)."""
+
+    near_duplicates: str = "flag"
+    threshold: float = 0.9
+    shingle: int = 5
+    permutations: int = 64
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "near_duplicates": self.near_duplicates,
+            "threshold": self.threshold,
+            "shingle": self.shingle,
+            "permutations": self.permutations,
+        }
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    strategy: str = "structural"
+    max_tokens: int = 256
+    target_tokens: int = 200
+    overlap_tokens: int = 32
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "strategy": self.strategy,
+            "max_tokens": self.max_tokens,
+            "target_tokens": self.target_tokens,
+            "overlap_tokens": self.overlap_tokens,
+        }
+        if self.strategy == "semantic":
+            out["semantic"] = self.semantic.as_dict()
+        if self.dedup != DedupConfig():
+            out["dedup"] = self.dedup.as_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class QualityGateConfig:
+    """A tenant's golden questions and how much recall@k a new version may lose.
+
+    ``questions`` is a CSV with ``question,references,corpus_id`` (the Chroma evaluation
+    format): ``references`` is a JSON list of ``{content, start_index, end_index}``, code
+    point offsets into the source document whose doc id is ``corpus_id``.
+    """
+
+    questions: Path
+    k: int = 5
+    max_recall_drop: float = 0.05
+    mode: str = "hybrid"
+
+
+def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingConfig:
+    check_keys(data, key, {"strategy", "max_tokens", "target_tokens", "overlap_tokens", "semantic", "dedup"})
+    max_tokens = integer(data, "max_tokens", key, 256, 16, 8192)
+    target = integer(data, "target_tokens", key, min(200, max_tokens), 8, max_tokens)
+    overlap = integer(data, "overlap_tokens", key, 32, 0, target - 1)
+    strategy = string(data, "strategy", key, "structural")
+    from tessera.chunking.registry import available_chunkers  # local: avoid an import cycle
+
+    if strategy not in available_chunkers():
+        raise ConfigError(f"{key}.strategy", f"unknown strategy {strategy!r}; known: {available_chunkers()}")
+    sem = mapping(data.get("semantic"), f"{key}.semantic")
+    skey = f"{key}.semantic"
+    check_keys(sem, skey, {"threshold_kind", "threshold", "window", "min_tokens"})
+    kind = choice(sem, "threshold_kind", skey, "percentile", ("percentile", "absolute"))
+    limit = 100.0 if kind == "percentile" else 2.0
+    semantic = SemanticConfig(
+        threshold_kind=kind,
+        threshold=number(sem, "threshold", skey, 90.0 if kind == "percentile" else 0.5, 0.0, limit),
+        window=integer(sem, "window", skey, 1, 1, 8),
+        min_tokens=integer(sem, "min_tokens", skey, min(16, target), 1, target),
+    )
+    dd = mapping(data.get("dedup"), f"{key}.dedup")
+    dkey = f"{key}.dedup"
+    check_keys(dd, dkey, {"near_duplicates", "threshold", "shingle", "permutations"})
+    dedup = DedupConfig(
+        near_duplicates=choice(dd, "near_duplicates", dkey, "flag", ("flag", "drop")),
+        threshold=number(dd, "threshold", dkey, 0.9, 0.5, 1.0),
+        shingle=integer(dd, "shingle", dkey, 5, 1, 32),
+        permutations=integer(dd, "permutations", dkey, 64, 16, 512),
+    )
+    return ChunkingConfig(strategy, max_tokens, target, overlap, semantic, dedup)
+
+
+def parse_quality(data: object, key: str, base: Path) -> QualityGateConfig | None:
+    if data is None:
+        return None
+    m = mapping(data, key)
+    check_keys(m, key, {"questions", "k", "max_recall_drop", "mode"})
+    path = Path(string(m, "questions", key))
+    return QualityGateConfig(
+        questions=path if path.is_absolute() else (base / path).resolve(),
+        k=integer(m, "k", key, 5, 1, 100),
+        max_recall_drop=number(m, "max_recall_drop", key, 0.05, 0.0, 1.0),
+        mode=choice(m, "mode", key, "hybrid", ("dense", "hybrid")),
+    )

@@ -1,0 +1,1 @@
+"""Chunking evaluation: span metrics, the harness for one configuration, the sweep, plots."""

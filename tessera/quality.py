@@ -1,0 +1,159 @@
+"""The quality gate: a tenant's golden questions must not lose recall@k in a new version.
+
+The candidate snapshot is what the tenant would serve after this run: the live rows of
+documents this run does not touch plus the staged chunks and vectors. The published
+snapshot is the live table. Both are scored with the chunking evaluation harness (same
+retrieval, same metrics) and the gate blocks when candidate recall is lower than the
+published recall by more than ``quality.max_recall_drop`` (a fraction: 0.05 = 5 points).
+
+References are code point offsets into the current text of document ``corpus_id``; a
+reference that no longer matches it makes the golden set stale, which blocks too (a
+gate that cannot measure must not pass). Questions on a document whose published revision
+differs from the current one are left out of both scores (the old ranges cannot be compared),
+and reported. Reading the live snapshot costs one scan of the tenant's rows (vectors included).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from statistics import mean
+from typing import Any
+
+import numpy as np
+
+from tessera.config_chunking import QualityGateConfig
+from tessera.errors import EvaluationError
+from tessera.evaluation.chunking.corpus import Question, read_questions
+from tessera.evaluation.chunking.harness import EvalChunk, Retriever, code_points
+from tessera.evaluation.chunking.metrics import Span, score
+from tessera.run_context import RunContext
+from tessera.serde import chunk_from_json
+
+_COLUMNS = ["doc_id", "revision", "byte_start", "byte_end", "embedding_text", "token_count", "vector"]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    status: str  # "passed", "blocked" or "skipped"
+    reason: str
+    candidate_recall: float | None = None
+    published_recall: float | None = None
+    max_drop: float = 0.0
+    questions: int = 0
+    left_out: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _questions(rc: RunContext, q: QualityGateConfig, current: dict[str, str]) -> list[Question]:
+    out: list[Question] = []
+    for text, doc_id, refs in read_questions(q.questions):
+        if doc_id not in current:
+            raise EvaluationError(f"golden question on {doc_id!r}, which the tenant does not have")
+        body = rc.blobs.get(rc.tenant, current[doc_id]).decode("utf-8")
+        spans = []
+        for ref in refs:
+            s, e = int(ref["start_index"]), int(ref["end_index"])  # type: ignore[call-overload]
+            if body[s:e] != ref["content"]:
+                raise EvaluationError(
+                    f"golden set is stale: reference [{s}:{e}] no longer matches {doc_id!r}"
+                )
+            spans.append(Span(doc_id, s, e))
+        out.append(Question(text, doc_id, tuple(spans)))
+    return out
+
+
+class _Mapper:
+    """Byte ranges of rows to code point spans, for the golden documents' revisions."""
+
+    def __init__(self, rc: RunContext, golden: set[str]) -> None:
+        self.rc, self.golden = rc, golden
+        self.maps: dict[str, Any] = {}
+
+    def span(self, doc_id: str, revision: str, b0: int, b1: int) -> Span:
+        if doc_id not in self.golden:
+            return Span(doc_id, 0, max(0, b1 - b0))  # scores nothing; only its length counts
+        if b0 < 0:
+            raise EvaluationError(f"golden document {doc_id!r} is paginated; its chunks have no text range")
+        if revision not in self.maps:
+            self.maps[revision] = code_points(self.rc.blobs.get(self.rc.tenant, revision))
+        at = self.maps[revision]
+        return Span(doc_id, at(b0), at(b1))
+
+
+def _recall(
+    chunks: list[EvalChunk],
+    vectors: np.ndarray,
+    questions: list[Question],
+    rc: RunContext,
+    q: QualityGateConfig,
+) -> float:
+    retriever = Retriever(chunks, vectors)
+    try:
+        scores = []
+        for question in questions:
+            top = retriever.top(question.text, rc.embedder.embed_query(question.text), q.k, q.mode)
+            scores.append(score([chunks[i].span for i in top], question.references).recall)
+    finally:
+        retriever.close()
+    return 100 * mean(scores)
+
+
+def quality_gate(rc: RunContext, scope: set[str]) -> GateResult:
+    """Score the candidate against the published snapshot; ``scope``: documents replaced or removed."""
+    q = rc.config.tenant(rc.tenant).quality
+    if q is None:
+        return GateResult("skipped", "no golden questions configured")
+    listing = rc.read("listing.json")
+    current = {d["doc_id"]: d["revision"] for d in listing["documents"]}
+    questions = _questions(rc, q, current)
+    mapper = _Mapper(rc, {x.corpus for x in questions})
+    table = rc.index.table()
+    live = table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist() if table is not None else []
+    live_rev = {r["doc_id"]: r["revision"] for r in live}
+
+    def row_chunk(r: dict[str, Any]) -> EvalChunk:
+        span = mapper.span(r["doc_id"], r["revision"], r["byte_start"], r["byte_end"])
+        return EvalChunk(span, r["embedding_text"], r["token_count"])
+
+    staged_lines = (rc.workspace / "chunks.jsonl").read_text("utf-8").splitlines()
+    staged = [chunk_from_json(json.loads(line)) for line in staged_lines if line]
+    vectors = np.load(rc.workspace / "vectors.npy")
+    keep = [r for r in live if r["doc_id"] not in scope]
+    cand_chunks = [row_chunk(r) for r in keep] + [
+        EvalChunk(
+            mapper.span(c.doc_id, c.revision, c.byte_start, c.byte_end), c.embedding_text, c.token_count
+        )
+        for c in staged
+        if c.doc_id in scope
+    ]
+    cand_vecs = [np.asarray(r["vector"], np.float32) for r in keep]
+    cand_vecs += [vectors[i] for i, c in enumerate(staged) if c.doc_id in scope]
+    if not cand_chunks:
+        return GateResult("blocked", "the candidate has no chunks", max_drop=q.max_recall_drop)
+    cand = np.stack(cand_vecs)
+    comparable = [x for x in questions if live_rev.get(x.corpus) == current[x.corpus]]
+    left_out = len(questions) - len(comparable)
+    if not live or not comparable:
+        candidate = _recall(cand_chunks, cand, questions, rc, q)
+        return GateResult(
+            "passed",
+            "no comparable published version",
+            candidate,
+            None,
+            q.max_recall_drop,
+            len(questions),
+            left_out,
+        )
+    live_vecs = np.stack([np.asarray(r["vector"], np.float32) for r in live])
+    published = _recall([row_chunk(r) for r in live], live_vecs, comparable, rc, q)
+    candidate = _recall(cand_chunks, cand, comparable, rc, q)
+    drop = (published - candidate) / 100
+    status = "blocked" if drop > q.max_recall_drop else "passed"
+    reason = (
+        f"recall@{q.k} {candidate:.1f} vs published {published:.1f} "
+        f"(drop {drop:.1%}, allowed {q.max_recall_drop:.1%})"
+    )
+    return GateResult(status, reason, candidate, published, q.max_recall_drop, len(questions), left_out)
