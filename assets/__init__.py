@@ -1,7 +1,8 @@
 """Thin asset definitions: each calls one core step and attaches metadata."""
 
-from assets.checks import mass_deletion_guard, published_index_integrity
+from assets.checks import mass_deletion_guard, published_index_integrity, quality_gate
 from assets.chunk_embeddings import chunk_embeddings
+from assets.chunking_evaluation import chunking_evaluation
 from assets.document_chunks import document_chunks
 from assets.parsed_documents import parsed_documents
 from assets.partitions import tenant_partitions
@@ -9,6 +10,7 @@ from assets.published_index import published_index
 from assets.source_listing import source_listing
 
 INDEXING_ASSETS = [source_listing, parsed_documents, document_chunks, chunk_embeddings, published_index]
-INDEXING_CHECKS = [mass_deletion_guard, published_index_integrity]
+INDEXING_CHECKS = [mass_deletion_guard, quality_gate, published_index_integrity]
+EVALUATION_ASSETS = [chunking_evaluation]
 
-__all__ = ["INDEXING_ASSETS", "INDEXING_CHECKS", "tenant_partitions"]
+__all__ = ["EVALUATION_ASSETS", "INDEXING_ASSETS", "INDEXING_CHECKS", "tenant_partitions"]

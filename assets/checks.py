@@ -10,12 +10,13 @@ from dagster import (
     asset_check,
 )
 
+from assets.chunk_embeddings import chunk_embeddings
 from assets.partitions import allow_mass_delete, tenant_partitions
 from assets.published_index import published_index
 from assets.source_listing import source_listing
 from resources.runs import ALLOW_MASS_DELETE_TAG, TenantRunResource
 from tessera.listing import guard_status
-from tessera.run import verify_step
+from tessera.run import gate_step, verify_step
 
 # Partitioned asset checks are a Dagster "preview" feature; we rely on them knowingly.
 warnings.filterwarnings("ignore", category=PreviewWarning, module="dagster")
@@ -57,4 +58,22 @@ def published_index_integrity(
         passed=not problems,
         severity=AssetCheckSeverity.ERROR,
         metadata={**stats, "problems": "\n".join(problems[:20]) or "none"},
+    )
+
+
+@asset_check(asset=chunk_embeddings, partitions_def=tenant_partitions, blocking=True)
+def quality_gate(
+    context: AssetCheckExecutionContext, tenant_run: TenantRunResource, chunk_embeddings: dict[str, Any]
+) -> AssetCheckResult:
+    """Golden-question recall@k of the staged version vs the published one (``tenants.T.quality``).
+
+    Blocks publishing when recall drops by more than ``max_recall_drop``; skipped (passes)
+    for a tenant without golden questions or a run that changes nothing.
+    """
+    rc = tenant_run.from_manifest(chunk_embeddings, context.run.run_id)
+    result = gate_step(rc)
+    return AssetCheckResult(
+        passed=result.status != "blocked",
+        severity=AssetCheckSeverity.ERROR,
+        metadata={k: v for k, v in result.as_dict().items() if v is not None},
     )

@@ -11,6 +11,7 @@ BENCHES = [
     "bench.retrieval_latency",
     "bench.html_candidates",
     "bench.pdf_throughput",
+    "bench.chunk_throughput",
 ]
 
 

@@ -4,8 +4,8 @@ import os
 
 from dagster import Definitions
 
-from assets import INDEXING_ASSETS, INDEXING_CHECKS
-from pipelines.jobs import index_tenant_job
+from assets import EVALUATION_ASSETS, INDEXING_ASSETS, INDEXING_CHECKS
+from pipelines.jobs import evaluate_chunking_job, index_tenant_job
 from pipelines.schedules import build_rebuild_schedule
 from pipelines.sensors import source_change_sensor, tenant_partitions_sensor
 from resources import (
@@ -32,9 +32,9 @@ def build_definitions(
     )
     source_resource = sources or ConfiguredSourceResource()
     return Definitions(
-        assets=INDEXING_ASSETS,
+        assets=[*INDEXING_ASSETS, *EVALUATION_ASSETS],
         asset_checks=INDEXING_CHECKS,
-        jobs=[index_tenant_job],
+        jobs=[index_tenant_job, evaluate_chunking_job],
         schedules=[build_rebuild_schedule(config.load().schedule_cron)],
         sensors=[tenant_partitions_sensor, source_change_sensor],
         resources={

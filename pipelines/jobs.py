@@ -2,7 +2,7 @@
 
 from dagster import AssetSelection, define_asset_job
 
-from assets import INDEXING_ASSETS, tenant_partitions
+from assets import EVALUATION_ASSETS, INDEXING_ASSETS, tenant_partitions
 
 RUN_TAGS = {
     # Run-level retry (needs run_retries enabled in dagster.yaml, as pipelines.main writes it).
@@ -21,4 +21,10 @@ index_tenant_job = define_asset_job(
     # One run per tenant: dagster.yaml limits runs per unique `dagster/partition` tag value;
     # the core also holds a per-tenant lock around the publish.
     tags=RUN_TAGS,
+)
+
+evaluate_chunking_job = define_asset_job(
+    name="evaluate_chunking",
+    selection=AssetSelection.assets(*EVALUATION_ASSETS),
+    description="Recall/IoU of chunking profiles on a question set (run config: corpus folder, grid).",
 )

@@ -18,7 +18,7 @@ from tessera.embedding.base import Embedder
 from tessera.errors import AccessDenied, ModelIdentityError
 from tessera.search.citations import Citation, show
 from tessera.search.principal import IdentityStore, Principal
-from tessera.search.query import SearchHit, SearchOptions, search
+from tessera.search.query import SearchHit, SearchOptions, Source, search
 
 
 class CitationModel(BaseModel):
@@ -40,6 +40,20 @@ class CitationModel(BaseModel):
         )  # fmt: skip
 
 
+class SourceModel(CitationModel):
+    """A copy of the hit's content the caller may read; ``relation``: self, exact or near."""
+
+    chunk_id: str
+    start: int
+    end: int
+    relation: str
+
+    @classmethod
+    def of_source(cls, s: Source) -> "SourceModel":
+        base = CitationModel.of(s.citation).model_dump()
+        return cls(**base, chunk_id=s.citation.chunk_id, start=s.start, end=s.end, relation=s.relation)
+
+
 class HitModel(BaseModel):
     chunk_id: str
     doc_id: str
@@ -52,6 +66,8 @@ class HitModel(BaseModel):
     tokens: int
     trust: Literal["untrusted-source-data"] = "untrusted-source-data"
     citation: CitationModel
+    sources: list[SourceModel] = Field(default_factory=list)
+    dup_group: str = ""
 
     @classmethod
     def of(cls, h: SearchHit) -> "HitModel":
@@ -60,6 +76,7 @@ class HitModel(BaseModel):
             heading_path=list(h.heading_path), kind=h.kind, flags=list(h.flags),
             chunk_ids=list(h.chunk_ids), tokens=h.tokens,
             citation=CitationModel.of(h.citation),
+            sources=[SourceModel.of_source(s) for s in h.sources], dup_group=h.dup_group,
         )  # fmt: skip
 
 

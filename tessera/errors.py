@@ -70,3 +70,11 @@ class AccessDenied(TesseraError):
 
 class EvaluationError(TesseraError):
     """Evaluation input is unusable (missing corpus, a reference that does not match its text)."""
+
+
+class QualityGateBlocked(PublishError):
+    """Golden-question recall@k of the new version fell more than the tenant allows."""
+
+    def __init__(self, message: str, result: dict[str, object]) -> None:
+        self.result = result
+        super().__init__(message)

@@ -15,7 +15,6 @@ and reported. Reading the live snapshot costs one scan of the tenant's rows (vec
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from statistics import mean
 from typing import Any
@@ -28,7 +27,7 @@ from tessera.evaluation.chunking.corpus import Question, read_questions
 from tessera.evaluation.chunking.harness import EvalChunk, Retriever, code_points
 from tessera.evaluation.chunking.metrics import Span, score
 from tessera.run_context import RunContext
-from tessera.serde import chunk_from_json
+from tessera.types import Chunk
 
 _COLUMNS = ["doc_id", "revision", "byte_start", "byte_end", "embedding_text", "token_count", "vector"]
 
@@ -101,14 +100,20 @@ def _recall(
     return 100 * mean(scores)
 
 
-def quality_gate(rc: RunContext, scope: set[str]) -> GateResult:
-    """Score the candidate against the published snapshot; ``scope``: documents replaced or removed."""
+def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateResult:
+    """Score the candidate against the published snapshot.
+
+    ``scope``: documents the run replaces or removes; ``staged``: the run's chunks, in the
+    order of ``vectors.npy`` in the run workspace."""
     q = rc.config.tenant(rc.tenant).quality
     if q is None:
         return GateResult("skipped", "no golden questions configured")
     listing = rc.read("listing.json")
     current = {d["doc_id"]: d["revision"] for d in listing["documents"]}
-    questions = _questions(rc, q, current)
+    try:
+        questions = _questions(rc, q, current)
+    except EvaluationError as e:
+        return GateResult("blocked", f"golden set unusable: {e}", max_drop=q.max_recall_drop)
     mapper = _Mapper(rc, {x.corpus for x in questions})
     table = rc.index.table()
     live = table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist() if table is not None else []
@@ -118,8 +123,6 @@ def quality_gate(rc: RunContext, scope: set[str]) -> GateResult:
         span = mapper.span(r["doc_id"], r["revision"], r["byte_start"], r["byte_end"])
         return EvalChunk(span, r["embedding_text"], r["token_count"])
 
-    staged_lines = (rc.workspace / "chunks.jsonl").read_text("utf-8").splitlines()
-    staged = [chunk_from_json(json.loads(line)) for line in staged_lines if line]
     vectors = np.load(rc.workspace / "vectors.npy")
     keep = [r for r in live if r["doc_id"] not in scope]
     cand_chunks = [row_chunk(r) for r in keep] + [

@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from tessera.checks import check_offsets, check_published, check_rows
+from tessera.chunking.dedup import Entry, dedupe
 from tessera.chunking.registry import chunker_for
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.cache import EmbeddingCache, embed_with_cache
@@ -25,9 +26,11 @@ from tessera.errors import (
     DocumentError,
     MassDeletionBlocked,
     PublishError,
+    QualityGateBlocked,
 )
 from tessera.listing import guard_status, list_step
 from tessera.parsing.base import parse_document
+from tessera.quality import GateResult, quality_gate
 from tessera.run_context import RunContext
 from tessera.serde import (
     chunk_from_json,
@@ -37,8 +40,8 @@ from tessera.serde import (
     parsed_to_json,
 )
 from tessera.store.lock import tenant_lock
-from tessera.store.schema import build_rows
-from tessera.types import SourceDocument
+from tessera.store.schema import band_candidates, build_rows, text_checksum
+from tessera.types import Chunk, SourceDocument
 
 __all__ = [
     "RunContext",
@@ -92,12 +95,11 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
 
 
 def chunk_step(rc: RunContext) -> dict[str, Any]:
-    _, docs = _listing(rc)
+    """Chunk the parsed documents, then mark duplicates against the run and the live rows."""
+    data, docs = _listing(rc)
     report = rc.read("parse_report.json")
     strategy = rc.config.chunking.strategy
-    lines: list[str] = []
-    tokens: list[int] = []
-    flags: dict[str, int] = {}
+    chunks: list[Chunk] = []
     quarantined: list[dict[str, str]] = []
     for doc_id in report["parsed"]:
         parsed = parsed_from_json(
@@ -105,31 +107,62 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         )
         try:
             chunker = chunker_for(docs[doc_id].content_type, strategy)
-            doc_chunks = chunker.chunk(docs[doc_id], parsed, rc.chunk_context)
+            chunks.extend(chunker.chunk(docs[doc_id], parsed, rc.chunk_context))
         except ChunkingError as e:  # the document is quarantined; its published chunks stay
             quarantined.append({"doc_id": doc_id, "reason": "chunking_error", "message": str(e)})
-            continue
-        for c in doc_chunks:
-            lines.append(json.dumps(chunk_to_json(c), ensure_ascii=False))
-            tokens.append(c.token_count)
-            for f in c.flags:
-                flags[f] = flags.get(f, 0) + 1
+    dd = rc.config.chunking.dedup
+    replaced = (set(report["parsed"]) - {q["doc_id"] for q in quarantined}) | set(data["removed"])
+
+    def live(keys: set[str]) -> list[Entry]:  # rows of other documents sharing a band key
+        rows = band_candidates(rc.index.table(), keys, replaced)
+        return [
+            Entry(r["id"], r["doc_id"], r["position"], r["text"] or "", True, r["dup_group"]) for r in rows
+        ]
+
+    dups = dedupe([Entry(c.id, c.doc_id, c.position, c.text) for c in chunks], dd, live)
+    mark = ("near_duplicate", "linked_duplicate") if dd.near_duplicates == "drop" else ("near_duplicate",)
+    lines: list[str] = []
+    flags: dict[str, int] = {}
+    for c in chunks:
+        out = dups.outcomes[c.id]
+        if out.near_duplicate:
+            c = replace(c, flags=tuple(dict.fromkeys(c.flags + mark)))
+        line = {**chunk_to_json(c), "dedup": {"group": out.group, "bands": list(out.bands)}}
+        lines.append(json.dumps(line, ensure_ascii=False))
+        for f in c.flags:
+            flags[f] = flags.get(f, 0) + 1
     (rc.workspace / "chunks.jsonl").write_text("\n".join(lines), encoding="utf-8")
     rc.write("chunk_report.json", {"quarantined": quarantined})
+    tokens = [c.token_count for c in chunks]
     return {
         "chunks": len(lines),
         "quarantined": len(quarantined),
         "max_tokens": max(tokens, default=0),
         "mean_tokens": round(float(np.mean(tokens)), 1) if tokens else 0.0,
         "flags": flags,
+        "exact_duplicates": dups.exact_duplicates,
+        "near_duplicates": dups.near_duplicates,
+        "dedup_live_candidates": dups.live_candidates,
         "strategy": rc.config.chunking.strategy,
         "config_hash": rc.chunk_context.config_hash[:16],
     }
 
 
-def _chunks(rc: RunContext) -> list[Any]:
-    text = (rc.workspace / "chunks.jsonl").read_text("utf-8")
-    return [chunk_from_json(json.loads(line)) for line in text.splitlines() if line]
+def _staged(rc: RunContext) -> tuple[list[Chunk], list[tuple[str, list[str]]]]:
+    """The staged chunks and, per chunk, its ``(dup_group, dup_bands)``."""
+    chunks: list[Chunk] = []
+    dedup: list[tuple[str, list[str]]] = []
+    for line in (rc.workspace / "chunks.jsonl").read_text("utf-8").splitlines():
+        if line:
+            data = json.loads(line)
+            info = data.pop("dedup", None) or {}
+            chunks.append(chunk_from_json(data))
+            dedup.append((info.get("group") or text_checksum(chunks[-1].text), info.get("bands", [])))
+    return chunks, dedup
+
+
+def _chunks(rc: RunContext) -> list[Chunk]:
+    return _staged(rc)[0]
 
 
 def embed_step(rc: RunContext) -> dict[str, Any]:
@@ -149,6 +182,23 @@ def embed_step(rc: RunContext) -> dict[str, Any]:
     return summary
 
 
+def candidate_scope(rc: RunContext) -> set[str]:
+    """Documents this run would replace or remove: changed and parsed, plus removed."""
+    data = rc.read("listing.json")
+    return (set(data["to_parse"]) - _quarantined(rc)) | set(data["removed"])
+
+
+def gate_step(rc: RunContext) -> GateResult:
+    """The tenant's quality gate on the staged version (see :mod:`tessera.quality`)."""
+    done = rc.workspace / "quality_gate.json"
+    if done.exists():  # already decided for this staged version (the Dagster check ran it)
+        return GateResult(**rc.read("quality_gate.json"))
+    scope = candidate_scope(rc)
+    result = quality_gate(rc, scope, _chunks(rc)) if scope else GateResult("skipped", "nothing changes")
+    rc.write("quality_gate.json", result.as_dict())
+    return result
+
+
 def _quarantined(rc: RunContext) -> set[str]:
     """Documents that failed to download, parse or chunk: neither updated nor deleted."""
     failed = rc.read("listing.json").get("quarantined", []) + rc.read("parse_report.json")["quarantined"]
@@ -160,10 +210,10 @@ def _quarantined(rc: RunContext) -> set[str]:
 def publish_step(rc: RunContext) -> dict[str, Any]:
     """Stage rows, check them, then reconcile the changed documents in one commit."""
     data, docs = _listing(rc)
-    chunks = _chunks(rc)
+    chunks, dedup = _staged(rc)
     vectors = np.load(rc.workspace / "vectors.npy")
     ident = rc.embedder.identity
-    rows = build_rows(chunks, docs, vectors, ident.key, rc.run_id, ident.dimension)
+    rows = build_rows(chunks, docs, vectors, ident.key, rc.run_id, ident.dimension, dedup)
     problems = check_rows(rows, rc.tenant, ident.dimension)
     problems += check_offsets(
         rows.select(
@@ -182,6 +232,9 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
             "rerun with the override to allow it",
             deletion,
         )
+    gate = gate_step(rc)
+    if gate.status == "blocked":
+        raise QualityGateBlocked(f"quality gate: {gate.reason}", gate.as_dict())
     with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
         live = rc.index.manifest()
         scope = (set(data["to_parse"]) - quarantined) | set(data["removed"])

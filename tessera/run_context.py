@@ -78,6 +78,7 @@ class RunContext:
             counter=self.counter,
             model_hash=self.embedder.identity.hash,
             document_prefix=self.embedder.identity.document_prefix,
+            embed=self.embedder.embed_documents,
         )
 
     def write(self, name: str, data: Any) -> None:

@@ -48,7 +48,9 @@ def test_definitions_load() -> None:
         "document_chunks",
         "chunk_embeddings",
         "published_index",
+        "chunking_evaluation",
     }
+    assert defs.resolve_job_def("evaluate_chunking") is not None
     assert defs.resolve_sensor_def("tenant_partitions_sensor") is not None
     import pipelines.definitions as module
 
@@ -89,7 +91,11 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     )
     assert first.success
     checks = first.get_asset_check_evaluations()
-    assert {c.check_name for c in checks} == {"mass_deletion_guard", "published_index_integrity"}
+    assert {c.check_name for c in checks} == {
+        "mass_deletion_guard",
+        "quality_gate",
+        "published_index_integrity",
+    }
     assert all(c.passed for c in checks)
     pub = first.output_for_node("published_index")
     assert pub["committed"] and pub["version"] is not None

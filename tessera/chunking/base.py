@@ -2,23 +2,64 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from tessera.chunking.tokens import TokenCounter
 from tessera.config import ChunkingConfig
 from tessera.types import Chunk, ParsedDocument, SourceDocument, canonical_hash
 
+EmbedHook = Callable[[Sequence[str]], npt.NDArray[np.float32]]
+"""Document texts -> L2-normalized rows (``Embedder.embed_documents``); used by ``semantic``."""
+
+
+@dataclass
+class ChunkStats:
+    """Costs chunkers report while they run (mutable; shared by every copy of a context).
+
+    ``sentences_embedded`` / ``embed_tokens``: what the semantic chunker sent to the model
+    (tokens as the model sees them, prefix and special tokens included). ``text_tokens`` /
+    ``indexed_tokens``: tokens of the documents and the sum over chunks of the tokens they
+    index, so ``inflation`` is the factor overlap adds to the index (1.0 without overlap).
+    """
+
+    sentences_embedded: int = 0
+    embed_tokens: int = 0
+    text_tokens: int = 0
+    indexed_tokens: int = 0
+
+    @property
+    def inflation(self) -> float:
+        return self.indexed_tokens / self.text_tokens if self.text_tokens else 1.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "sentences_embedded": self.sentences_embedded,
+            "embed_tokens": self.embed_tokens,
+            "text_tokens": self.text_tokens,
+            "indexed_tokens": self.indexed_tokens,
+            "inflation": round(self.inflation, 4),
+        }
+
 
 @dataclass(frozen=True)
 class ChunkContext:
-    """What a chunker needs besides the document: config, tokenizer and identities."""
+    """What a chunker needs besides the document: config, tokenizer and identities.
+
+    ``embed`` (optional) embeds document texts for chunkers that need vectors (``semantic``);
+    ``stats`` collects their costs. Neither is part of equality, hashing or ``config_hash``.
+    """
 
     config: ChunkingConfig
     counter: TokenCounter
     model_hash: str
     document_prefix: str = ""
+    embed: EmbedHook | None = field(default=None, compare=False, hash=False, repr=False)
+    stats: ChunkStats = field(default_factory=ChunkStats, compare=False, hash=False, repr=False)
 
     @property
     def config_hash(self) -> str:

@@ -11,10 +11,13 @@ belong to. The text is not changed; only its structure is read.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tessera.types import Block, ParsedDocument
 
-_WIKI = re.compile(r"^[ \t]*(=(?:[ \t]?=){0,5})[ \t]*([^=\n][^\n]{0,150}?)[ \t]*(=(?:[ \t]?=){0,5})[ \t]*$", re.M)
+_WIKI = re.compile(
+    r"^[ \t]*(=(?:[ \t]?=){0,5})[ \t]*([^=\n][^\n]{0,150}?)[ \t]*(=(?:[ \t]?=){0,5})[ \t]*$", re.M
+)
 
 
 def wiki_headings(text: str) -> list[Block]:
@@ -32,3 +35,36 @@ def document_headings(parsed: ParsedDocument) -> list[Block]:
     """The parser's headings; if there are none, MediaWiki-style heading lines."""
     found = [b for b in parsed.blocks if b.kind == "heading"]
     return found if found else wiki_headings(parsed.text)
+
+
+@dataclass(frozen=True)
+class Section:
+    start: int
+    end: int
+    path: tuple[str, ...]
+    anchor: str
+
+
+def slugify(title: str) -> str:
+    slug = re.sub(r"[^\w\- ]", "", title.lower()).strip().replace(" ", "-")
+    return slug or "section"
+
+
+def sections(parsed: ParsedDocument) -> list[Section]:
+    text = parsed.text
+    heads = document_headings(parsed)
+    out: list[Section] = []
+    if not heads or heads[0].start > 0:
+        out.append(Section(0, heads[0].start if heads else len(text), (), ""))
+    stack: list[tuple[int, str]] = []
+    seen: dict[str, int] = {}
+    for k, h in enumerate(heads):
+        while stack and stack[-1][0] >= h.level:
+            stack.pop()
+        stack.append((h.level, h.title))
+        slug = slugify(h.title)
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        end = heads[k + 1].start if k + 1 < len(heads) else len(text)
+        out.append(Section(h.start, end, tuple(t for _, t in stack), slug if n == 0 else f"{slug}-{n}"))
+    return [s for s in out if s.start < s.end]

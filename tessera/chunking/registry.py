@@ -15,6 +15,9 @@ from tessera.errors import ConfigError
 _BUILTIN = {
     "structural": "tessera.chunking.structural:StructuralChunker",
     "code": "tessera.chunking.code:CodeChunker",
+    "token": "tessera.chunking.token:TokenChunker",
+    "recursive": "tessera.chunking.recursive:RecursiveChunker",
+    "semantic": "tessera.chunking.semantic:SemanticChunker",
 }
 _BY_CONTENT_TYPE = {"text/x-python": "code"}
 _REGISTRY: dict[str, ChunkerFactory] = {}

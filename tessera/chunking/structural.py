@@ -13,23 +13,16 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from tessera.chunking.assemble import Draft, assemble
 from tessera.chunking.base import ChunkContext
-from tessera.chunking.headings import document_headings
+from tessera.chunking.headings import Section, sections
+from tessera.chunking.recursive import TokenIndex, atoms, fit, merge
 from tessera.chunking.tables import split_table
 from tessera.chunking.windows import token_windows, trim
+from tessera.errors import ChunkingError
 from tessera.types import Block, Chunk, ParsedDocument, SourceDocument
-
-
-@dataclass(frozen=True)
-class Section:
-    start: int
-    end: int
-    path: tuple[str, ...]
-    anchor: str
 
 
 @dataclass(frozen=True)
@@ -40,31 +33,6 @@ class Piece:
     kind: str
     context: str = ""
     flags: tuple[str, ...] = ()
-
-
-def slugify(title: str) -> str:
-    slug = re.sub(r"[^\w\- ]", "", title.lower()).strip().replace(" ", "-")
-    return slug or "section"
-
-
-def sections(parsed: ParsedDocument) -> list[Section]:
-    text = parsed.text
-    heads = document_headings(parsed)
-    out: list[Section] = []
-    if not heads or heads[0].start > 0:
-        out.append(Section(0, heads[0].start if heads else len(text), (), ""))
-    stack: list[tuple[int, str]] = []
-    seen: dict[str, int] = {}
-    for k, h in enumerate(heads):
-        while stack and stack[-1][0] >= h.level:
-            stack.pop()
-        stack.append((h.level, h.title))
-        slug = slugify(h.title)
-        n = seen.get(slug, 0)
-        seen[slug] = n + 1
-        end = heads[k + 1].start if k + 1 < len(heads) else len(text)
-        out.append(Section(h.start, end, tuple(t for _, t in stack), slug if n == 0 else f"{slug}-{n}"))
-    return [s for s in out if s.start < s.end]
 
 
 def _units(parsed: ParsedDocument, sec: Section) -> list[tuple[int, int, Block | None]]:
@@ -92,36 +60,52 @@ class StructuralChunker:
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         pieces: list[Piece] = []
+        idx = TokenIndex(parsed.text, ctx)
         for sec in sections(parsed):
-            pieces.extend(self._section(parsed, sec, ctx))
+            pieces.extend(self._section(parsed, sec, ctx, idx))
         return build_chunks(doc, parsed, ctx, pieces, self.version)
 
-    def _section(self, parsed: ParsedDocument, sec: Section, ctx: ChunkContext) -> list[Piece]:
-        text, cfg = parsed.text, ctx.config
+    def _section(
+        self, parsed: ParsedDocument, sec: Section, ctx: ChunkContext, idx: TokenIndex
+    ) -> list[Piece]:
+        """Prose is cut recursively (paragraph, line, sentence, clause, word) and packed up to
+        ``target_tokens`` with ``overlap_tokens`` of overlap; a table or fence that fits packs
+        with the prose as one unbreakable atom, a bigger one is split by rows or lines."""
+        text = parsed.text
         crumb = breadcrumb(sec.path, ctx)
+        head = render(crumb, "", "")
+        sctx = replace(ctx, document_prefix=ctx.document_prefix + head)  # budget with the breadcrumb
+        size = min(ctx.config.target_tokens, ctx.config.max_tokens) - sctx.tokens("")
+        if size < 1:
+            raise ChunkingError(f"section {sec.anchor!r}: its breadcrumb leaves no room for text")
+        overlap = min(ctx.config.overlap_tokens, size - 1)
         out: list[Piece] = []
-        cur: tuple[int, int, set[str]] | None = None
+        run: list[tuple[int, int]] = []
+        whole: dict[tuple[int, int], str] = {}  # atoms that are whole units, by range -> kind
 
         def flush() -> None:
-            nonlocal cur
-            if cur is not None:
-                s, e = trim(text, cur[0], cur[1])
-                if s < e:
-                    kinds = cur[2]
-                    out.append(Piece(s, e, sec, kinds.pop() if len(kinds) == 1 else "text"))
-                cur = None
+            if not run:
+                return
+            merged = merge(text, run, idx, size, overlap)
+            for a, b, _ in fit(text, merged, sctx, idx):
+                kinds = {k for (u0, u1), k in whole.items() if a < u1 and u0 < b}
+                is_unit = any(a <= u0 and u1 <= b for u0, u1 in whole)
+                kind = kinds.pop() if len(kinds) == 1 and is_unit else "text"
+                out.append(Piece(a, b, sec, kind, flags=() if is_unit else ("windowed",)))
+            run.clear()
+            whole.clear()
 
         for s, e, block in _units(parsed, sec):
-            kind = _kind(block)
-            if cur is not None:
-                n = ctx.tokens(render(crumb, "", text[cur[0] : e].strip()))
-                if n <= cfg.target_tokens:
-                    cur = (cur[0], e, cur[2] | {kind})
-                    continue
-                flush()
-            if ctx.fits(render(crumb, "", text[s:e].strip())):
-                cur = (s, e, {kind})
+            s, e = trim(text, s, e)
+            if s >= e:
+                continue
+            if idx.count(s, e) <= size:
+                run.append((s, e))
+                whole[(s, e)] = _kind(block)
+            elif block is None or block.kind not in ("table", "fence"):
+                run.extend(atoms(text, s, e, idx, size))
             else:
+                flush()
                 out.extend(self._split(text, s, e, block, sec, ctx))
         flush()
         return out

@@ -3,17 +3,25 @@
 Modes: ``dense`` (vector), ``lexical`` (BM25 full-text) and ``hybrid`` (both, fused by
 reciprocal rank fusion). Every candidate list is produced with the principal's filter as a
 prefilter, so k results are never starved by post-filtering and no foreign row is ranked.
+
+Duplicates are folded after that filter (``tessera.search.collapse``): rows with the same
+text always fold into the best-ranked one, and near duplicates fold into their group under
+the ``drop`` policy. Candidates are widened (x4, at most 1000) until k distinct results
+remain; then one more query under the same filter adds the copies that ranked below the
+cut-off. A hit's ``sources`` list every copy (its own row first); all came through the
+principal's filter, so provenance never names a document the principal may not read.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from tessera.embedding.base import Embedder
 from tessera.errors import ModelIdentityError
 from tessera.search.citations import Citation, citation_of
+from tessera.search.collapse import MAX_CANDIDATES, collapse, with_all_copies
 from tessera.search.lexical import flat_bm25
 from tessera.search.principal import Principal, access_filter
 from tessera.store.db import connect
@@ -21,11 +29,12 @@ from tessera.store.index import TenantIndex
 from tessera.store.indexes import NPROBES, REFINE
 
 MODES = ("dense", "lexical", "hybrid")
+NEAR_POLICIES = (None, "flag", "drop")
 RRF_K = 60
 COLUMNS = [
     "id", "tenant", "doc_id", "uri", "revision", "text", "heading_path", "anchor", "start", "end",
     "byte_start", "byte_end", "pages", "model_version", "kind", "flags", "parent_id", "position",
-    "token_count", "content_type", "readers", "groups",
+    "token_count", "content_type", "readers", "groups", "dup_group",
 ]  # fmt: skip
 
 
@@ -38,6 +47,9 @@ class SearchOptions:
     expand: str | None = None
     token_budget: int | None = None
     include_flagged: bool = False
+    near_duplicates: str | None = None
+    """``flag``: near duplicates stay separate hits; ``drop``: they fold into their group;
+    None: as indexed (rows flagged ``linked_duplicate`` fold). Exact copies always fold."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= 1000:
@@ -46,6 +58,19 @@ class SearchOptions:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.token_budget is not None and self.token_budget < 1:
             raise ValueError("token_budget must be positive")
+        if self.near_duplicates not in NEAR_POLICIES:
+            raise ValueError(f"near_duplicates must be one of {NEAR_POLICIES}, got {self.near_duplicates!r}")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One copy of a hit's content: ``self`` (the hit's own row), ``exact`` (the same text
+    elsewhere) or ``near`` (a near duplicate folded in under the ``drop`` policy)."""
+
+    citation: Citation
+    start: int
+    end: int
+    relation: str = "self"
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,8 @@ class SearchHit:
     trust: str = "untrusted-source-data"
     expanded: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    sources: tuple[Source, ...] = ()
+    dup_group: str = ""
 
 
 def open_table(index_uri: str, embedder: Embedder, tenant: str) -> Any | None:
@@ -119,15 +146,36 @@ def rrf(lists: list[list[dict[str, Any]]], k: int) -> list[dict[str, Any]]:
 
 
 def retrieve(
-    table: Any, embedder: Embedder, query: str, where: str, opts: SearchOptions
+    table: Any,
+    embedder: Embedder,
+    query: str,
+    where: str,
+    opts: SearchOptions,
+    vector: list[float] | None = None,
 ) -> list[dict[str, Any]]:
     depth = max(opts.k, 20) * 2
     if opts.mode == "lexical":
         return _lexical(table, query, where, opts.k)
-    vector = embedder.embed_query(query).tolist()
+    if vector is None:
+        vector = embedder.embed_query(query).tolist()
     if opts.mode == "dense":
         return _dense(table, vector, where, opts.k)
     return rrf([_dense(table, vector, where, depth), _lexical(table, query, where, depth)], opts.k)
+
+
+def _distinct(
+    table: Any, embedder: Embedder, query: str, where: str, opts: SearchOptions
+) -> list[dict[str, Any]]:
+    """Top-k after ``collapse``, widening the candidates while duplicates eat into k; then
+    every readable copy of each result joins its ``_sources`` (``with_all_copies``)."""
+    vector = None if opts.mode == "lexical" else embedder.embed_query(query).tolist()
+    n = opts.k
+    while True:
+        rows = retrieve(table, embedder, query, where, replace(opts, k=n), vector)
+        kept = collapse(rows, opts.near_duplicates)
+        if len(kept) >= opts.k or len(rows) < n or n >= MAX_CANDIDATES:
+            return with_all_copies(table, where, rows, kept[: opts.k], opts.near_duplicates, COLUMNS)
+        n = min(n * 4, MAX_CANDIDATES)
 
 
 def search(
@@ -154,8 +202,8 @@ def search(
     table = open_table(index_uri, embedder, principal.tenant)
     if table is None:
         return []
-    rows = retrieve(table, embedder, query, where, opts)
-    for r in rows:
+    rows = _distinct(table, embedder, query, where, opts)
+    for r in (s for row in rows for s, _ in row["_sources"]):
         if r["model_version"] != ident.key:
             raise ModelIdentityError(
                 f"row {r['id']} has model {r['model_version']}, index expects {ident.key}"
@@ -186,4 +234,8 @@ def hit_from_row(r: dict[str, Any], counter: Any = None) -> SearchHit:
         flags=tuple(r["flags"] or ()),
         chunk_ids=(r["id"],),
         tokens=counter.count(r["text"]) if counter is not None else int(r["token_count"] or 0),
+        sources=tuple(
+            Source(citation_of(s), s["start"], s["end"], rel) for s, rel in r.get("_sources") or [(r, "self")]
+        ),
+        dup_group=r.get("dup_group") or "",
     )

@@ -1,7 +1,15 @@
-"""The published chunk table's Arrow schema and row building."""
+"""The published chunk table's Arrow schema and row building.
+
+``checksum`` covers a chunk's text, embedding text and offsets (it decides whether a row is
+rewritten). ``dup_group`` names the chunk's duplicate group: its own ``text_checksum``, or
+for a near duplicate the group of its canonical chunk; ``dup_bands`` holds its MinHash LSH
+band keys, so a later run finds near-duplicate candidates without reading every row (see
+``tessera.chunking.dedup``).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -9,7 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from tessera.embedding.base import Vectors
-from tessera.types import Chunk, SourceDocument
+from tessera.store.db import sql_str
+from tessera.types import Chunk, SourceDocument, sha256_hex
 
 _PAGE = pa.struct(
     [
@@ -20,6 +29,23 @@ _PAGE = pa.struct(
         pa.field("y1", pa.float64()),
     ]
 )
+
+
+MIN_DEDUP_WORDS = 5
+"""Chunks with fewer words (a lone heading, a one-liner) are never treated as duplicates:
+identical boilerplate such as ``# Guide`` is not duplicate content, and folding it would hide
+the documents it heads."""
+_WORD = re.compile(r"\w+")
+
+
+def text_checksum(text: str) -> str:
+    """sha256 of a chunk's text alone: equal for exact duplicates wherever they occur."""
+    return sha256_hex(text)
+
+
+def dedup_key(text: str) -> str | None:
+    """The exact-duplicate key of a chunk text (its checksum); None for too short a text."""
+    return text_checksum(text) if len(_WORD.findall(text)) >= MIN_DEDUP_WORDS else None
 
 
 def chunk_schema(dimension: int) -> pa.Schema:
@@ -60,6 +86,8 @@ def chunk_schema(dimension: int) -> pa.Schema:
         pa.field("tokenizer_version", s),
         pa.field("model_version", s),
         pa.field("run_id", s),
+        pa.field("dup_group", s),
+        pa.field("dup_bands", strs),
         pa.field("vector", pa.list_(pa.float32(), dimension)),
     ]
     return pa.schema(fields)
@@ -76,13 +104,21 @@ def build_rows(
     model_version: str,
     run_id: str,
     dimension: int,
+    dedup: Sequence[tuple[str, Sequence[str]]] | None = None,
 ) -> pa.Table:
-    """Join chunks with their document metadata and vectors into a table of ``chunk_schema``."""
+    """Join chunks with their document metadata and vectors into a table of ``chunk_schema``.
+
+    ``dedup`` gives each chunk's ``(dup_group, dup_bands)``; without it a chunk is its own
+    group (its text checksum) with no band keys.
+    """
     if len(chunks) != len(vectors):
         raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    if dedup is not None and len(dedup) != len(chunks):
+        raise ValueError(f"{len(chunks)} chunks but {len(dedup)} dedup entries")
     rows: list[dict[str, Any]] = []
-    for c in chunks:
+    for n, c in enumerate(chunks):
         d = docs[c.doc_id]
+        group, bands = dedup[n] if dedup is not None else (text_checksum(c.text), ())
         rows.append(
             {
                 "id": c.id,
@@ -123,9 +159,37 @@ def build_rows(
                 "tokenizer_version": c.tokenizer_version,
                 "model_version": model_version,
                 "run_id": run_id,
+                "dup_group": group,
+                "dup_bands": list(bands),
             }
         )
     schema = chunk_schema(dimension)
     table = pa.Table.from_pylist(rows, schema=schema.remove(schema.get_field_index("vector")))
     vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
     return table.append_column(schema.field("vector"), vec)
+
+
+_BAND_BATCH = 2000
+_DEDUP_COLUMNS = ["id", "doc_id", "position", "text", "dup_group"]
+
+
+def band_candidates(table: Any | None, keys: set[str], exclude: set[str]) -> list[dict[str, Any]]:
+    """Rows sharing at least one ``dup_bands`` key, outside the documents in ``exclude``.
+
+    Cost: one filtered scan of the ``dup_bands`` column per 2000 keys; text is read only for
+    matching rows, never for the whole tenant. A table from before ``dup_bands`` gives none.
+    """
+    if table is None or not keys or "dup_bands" not in table.schema.names:
+        return []
+    skip = ""
+    if 0 < len(exclude) <= 500:  # larger sets are filtered below, not spelled out in SQL
+        skip = f" AND doc_id NOT IN ({', '.join(sql_str(d) for d in sorted(exclude))})"
+    found: dict[str, dict[str, Any]] = {}
+    ordered = sorted(keys)
+    for i in range(0, len(ordered), _BAND_BATCH):
+        part = ", ".join(sql_str(k) for k in ordered[i : i + _BAND_BATCH])
+        query = table.search().where(f"array_has_any(dup_bands, [{part}]){skip}").select(_DEDUP_COLUMNS)
+        for r in query.limit(None).to_arrow().to_pylist():
+            if r["doc_id"] not in exclude:
+                found[r["id"]] = r
+    return list(found.values())

@@ -1,0 +1,78 @@
+"""Language-aware sentence boundaries over a range of text, with exact offsets.
+
+Contract of :func:`sentence_spans`: the spans are in document order, disjoint, non-empty,
+free of surrounding whitespace, and together cover every non-whitespace character of the
+range (what lies between two spans is whitespace). A sentence ends:
+
+* after ``.``, ``?``, ``!``, an ellipsis (``...``/``…``) or a run of them, plus any closing
+  quotes or brackets, when whitespace follows; after ``.`` and ellipses only when the next
+  word does not start lowercase, and never after a known abbreviation (``Mr.``, ``e.g.``,
+  ``U.S.``), a single-letter initial (``J. Smith``) or inside a number (``3.14``);
+* after the CJK ``。！？``, Devanagari ``।``/``॥``, Arabic/Urdu ``؟``/``۔`` at once (these
+  scripts do not put a space after the terminator);
+* at a blank line (a paragraph break), and at a line break before a Markdown block
+  marker (heading, list item, quote, table row).
+
+Pure and regex-driven: one ``finditer`` over the range, a constant check per candidate.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CLOSERS = "\"'”’»)\\]}」』】）》›"
+_CANDIDATE = re.compile(
+    rf"(?P<latin>(?:\.{{2,}}|…|[.?!])[.?!…]*[{_CLOSERS}]*)(?=\s|$)"
+    rf"|(?P<cjk>[。！？｡।॥؟۔]+[{_CLOSERS}]*)"
+    r"|(?P<para>\n[ \t\r\f\v]*\n)"
+    r"|(?P<line>\n)(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\|))"
+)
+_WORD_BEFORE = re.compile(r"[\w.]*$")
+_ABBREVIATIONS = """mr mrs ms mx dr prof sr jr st mt ft rev gen col capt lt sgt gov sen rep hon
+    vs etc e.g i.e cf al approx dept est fig figs no nos vol vols pp ch sec art
+    inc ltd co corp bros llc jan feb mar apr jun jul aug sep sept oct nov dec
+    u.s u.k u.n e.u a.m p.m ph.d b.a m.a m.d d.c n.b viz ca"""
+ABBREVIATIONS = frozenset(_ABBREVIATIONS.split())
+_ENDS_SENTENCE_TOO = frozenset({"etc"})  # abbreviations that may also close a sentence
+
+
+def _boundary_after_period(text: str, dot: int, after: int, end: int) -> bool:
+    """Whether the ``.`` (or ellipsis) ending at ``after`` really closes a sentence."""
+    nxt = after
+    while nxt < end and text[nxt].isspace():
+        nxt += 1
+    upper_next = nxt >= end or not text[nxt].islower()
+    if not upper_next:
+        return False  # "... and then", "e.g. the": the sentence goes on
+    if text[dot] != "." or (dot + 1 < len(text) and text[dot + 1] == "."):
+        return True  # an ellipsis followed by a capital
+    word = _WORD_BEFORE.search(text, max(0, dot - 16), dot)
+    token = word.group(0).lower() if word else ""
+    if token in ABBREVIATIONS:
+        return token in _ENDS_SENTENCE_TOO
+    return not (len(token) == 1 and token.isalpha())  # "J. Smith": an initial
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Sentences of ``text[start:end]`` as trimmed ``(start, end)`` offsets into ``text``."""
+    end = len(text) if end is None else end
+    cuts: list[int] = []
+    for m in _CANDIDATE.finditer(text, start, end):
+        kind = m.lastgroup
+        if kind == "latin":
+            term = m.start()
+            if text[term] in ".…" and not _boundary_after_period(text, term, m.end(), end):
+                continue
+        cuts.append(m.end())
+    out: list[tuple[int, int]] = []
+    a = start
+    for b in [*cuts, end]:
+        s, e = a, b
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            out.append((s, e))
+        a = b
+    return out

@@ -1,0 +1,73 @@
+"""Fold duplicate hits into one result whose ``_sources`` name every copy the caller may read.
+
+Exact copies (same text checksum) always fold into the best-ranked one. Near duplicates fold
+into their ``dup_group`` under the ``drop`` policy: explicitly (``near="drop"``) or as indexed
+(``near=None``: rows flagged ``linked_duplicate``). Every row seen here came through the
+principal's access filter, including the copies fetched by ``with_all_copies``, so a result's
+provenance never names a document the principal may not read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tessera.store.db import sql_str
+from tessera.store.schema import dedup_key
+
+MAX_CANDIDATES = 1000
+"""At most this many candidates are ranked, and copies fetched, for one search."""
+_LINKED = "linked_duplicate"
+
+
+def collapse(rows: list[dict[str, Any]], near: str | None = None) -> list[dict[str, Any]]:
+    """Fold ranked rows into the best-ranked row they duplicate; it lists them in ``_sources``.
+
+    Keys: a row's text checksum always; its ``dup_group`` too when near duplicates fold. A row
+    joins the first kept row sharing a key. Texts too short to be duplicate content
+    (``dedup_key`` is None, e.g. a lone heading) are never folded.
+    """
+    owner: dict[str, dict[str, Any]] = {}
+    kept: list[dict[str, Any]] = []
+    for r in rows:
+        own = dedup_key(r["text"] or "")
+        keys = [] if own is None else [own]
+        linked = near == "drop" or (near is None and _LINKED in (r["flags"] or ()))
+        if own and r.get("dup_group") and linked:
+            keys.append(r["dup_group"])
+        top = next((owner[k] for k in keys if k in owner), None)
+        if top is None:
+            top = {**r, "_sources": [(r, "self")], "_key": own}
+            kept.append(top)
+        else:
+            top["_sources"].append((r, "exact" if own == top["_key"] else "near"))
+        owner.update({k: top for k in keys if k not in owner})
+    return kept
+
+
+def with_all_copies(
+    table: Any,
+    where: str,
+    ranked: list[dict[str, Any]],
+    kept: list[dict[str, Any]],
+    near: str | None,
+    columns: list[str],
+) -> list[dict[str, Any]]:
+    """``kept`` (collapsed from ``ranked``) with the copies that ranked below the cut-off.
+
+    One query, under the same ``where``, for rows sharing a result's group or text checksum
+    (at most ``MAX_CANDIDATES``); they are folded after every ranked row, so the results and
+    their order do not change, only their ``_sources`` grow.
+    """
+    groups = sorted({g for r in kept if r["_key"] for g in (r["_key"], r.get("dup_group")) if g})
+    if not groups:
+        return kept
+    seen = {r["id"] for r in ranked}
+    query = table.search().where(f"({where}) AND dup_group IN ({', '.join(sql_str(g) for g in groups)})")
+    extra = [
+        r for r in query.select(columns).limit(MAX_CANDIDATES).to_arrow().to_pylist() if r["id"] not in seen
+    ]
+    if not extra:
+        return kept
+    ids = {r["id"] for r in kept}
+    extra.sort(key=lambda r: (r["doc_id"], r["position"], r["id"]))
+    return [r for r in collapse([*ranked, *extra], near) if r["id"] in ids]
