@@ -6,9 +6,11 @@
   ``RecursiveCharacterTextSplitter.from_huggingface_tokenizer`` (the model's tokenizer via
   ``transformers.AutoTokenizer``).
 
-Ours = the full ``Chunker.chunk`` call: exact offsets, every chunk recounted with the real
-tokenizer, ids and provenance. Peers = their plain split calls. Same texts, same process,
-runs alternated, medians reported with ratios ours/peer. Texts: the Chroma corpora in
+Ours = the full ``Chunker.chunk`` call: exact offsets, every chunk's exact token count as
+the real tokenizer counts its embedding text (``token`` derives it from the one encode where
+that is provably the same, see ``tessera.chunking.token``), ids and provenance. Peers =
+their plain split calls. Same texts, same process, runs alternated, medians reported with
+ratios ours/peer. Texts: the Chroma corpora in
 ``../shared/data/chroma/corpora`` when present (read in place), else generated prose. A peer
 that cannot be imported is skipped.
 """
@@ -80,7 +82,7 @@ def _chonkie(docs: Docs, size: int, overlap: int) -> tuple[Callable[[], int], An
     tok = Tokenizer.from_file(str(model_dir(MODEL) / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
-    chunker = TokenChunker(tok, chunk_size=size, chunk_overlap=overlap)
+    chunker = TokenChunker(tok, chunk_size=size, chunk_overlap=overlap)  # type: ignore[arg-type,unused-ignore]
     return lambda: sum(len(chunker.chunk(p.text)) for _, p in docs), chunker
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.registry import get_chunker
 from tessera.chunking.sentences import sentence_spans
-from tessera.chunking.token import configured_inflation, inflation, window_size
+from tessera.chunking.token import TokenWindows, configured_inflation, inflation, window_size
 from tessera.chunking.tokens import TokenCounter
 from tessera.config import ChunkingConfig
 from tessera.config_chunking import SemanticConfig, parse_chunking
@@ -331,3 +331,79 @@ def test_sentence_spans_partition_the_range(text: str, cut: int) -> None:
         assert start <= s < e <= end and text[s:e] == text[s:e].strip()
     covered = {i for s, e in spans for i in range(s, e)}
     assert all(i in covered for i in range(start, end) if not text[i].isspace())
+
+
+# --- token: exact counts without re-encoding every window -------------------------------------
+
+_odd_words = [
+    "café", "naïve", "e\u0301te\u0301", "東京", "한국어", "İstanbul", "ﬁne", "Straße", "x_y", "[MASK]",
+    "[CLS]x", "\x00", "\x01a", "\u200b", "\ufffd", "—", "...", "3.14159", "1,000,000", "😀👍", "##ab",
+    "supercalifragilisticexpialidocious", "pneumonoultramicroscopicsilicovolcanoconiosis",
+]  # fmt: skip
+_word = st.one_of(
+    st.sampled_from(SHORT_WORDS),
+    st.sampled_from(_odd_words),
+    st.text(st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3), min_size=1, max_size=5),  # Hangul
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8),
+    st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzéß0123456789"), min_size=12, max_size=130),
+    st.integers(0, 10**30).map(str),
+)
+wild_text = st.lists(
+    st.tuples(_word, st.sampled_from([" ", " ", "", "\n", "\t", ", ", "-", "\u00a0", "\u3000", "\n\n"])),
+    min_size=5,
+    max_size=120,
+).map(lambda parts: "".join(w + sep for w, sep in parts))
+
+
+class _FullRecount:
+    """The same tokenizer without ``local_wordpiece``: every window is recounted in full."""
+
+    def __init__(self, inner: TokenCounter) -> None:
+        self.inner, self.version = inner, inner.version
+
+    def count(self, text: str) -> int:
+        return self.inner.count(text)
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        return self.inner.count_many(texts)
+
+    def spans(self, text: str) -> tuple[list[tuple[int, int]], list[bool]]:
+        return self.inner.spans(text)
+
+
+@settings(SETTINGS, max_examples=80)
+@given(
+    text=wild_text,
+    m=st.integers(10, 64),
+    t=st.integers(1, 48),
+    o=st.integers(0, 48),
+    prefix=st.sampled_from(["", "search_document: ", "title", "q:", "passage-", "東"]),
+)
+def test_token_counts_are_exact_without_full_recount(
+    counter: TokenCounter, text: str, m: int, t: int, o: int, prefix: str
+) -> None:
+    assert getattr(counter, "local_wordpiece", False) is True, "the fast path is the one under test"
+    ctx = ChunkContext(ChunkingConfig("token", m, min(t, m), min(o, t)), counter, "test-model", prefix)
+    slow = dataclasses.replace(ctx, counter=_FullRecount(counter))
+    # Straight on the raw text (control characters, combining marks, Hangul, ...).
+    fast_windows = TokenWindows(text, ctx)
+    fast = fast_windows.spans()
+    for s, e, n in fast:
+        assert n == counter.count(prefix + text[s:e]) <= m or n == -1
+    slow_windows = TokenWindows(text, slow)
+    assert fast == slow_windows.spans() and fast_windows.shrunk == slow_windows.shrunk
+    # Through the chunker: budget, recount and the exact overlap in token-index space.
+    parsed, chunks = chunk(text, ctx)
+    for c in chunks:
+        assert c.token_count == counter.count(prefix + c.embedding_text) <= m
+    # A character the tokenizer splits into several pieces (Hangul under NFD) hides which of
+    # them a cut is at: such pairs are measured by the exact counts above only.
+    size, overlap = window_size(ctx)
+    offs = ctx.counter.spans(parsed.text)[0]
+    starts = [s for s, _ in offs]
+    shared = {c for p, q in itertools.pairwise(offs) for c in range(q[0], p[1])}
+    for a, b in itertools.pairwise(chunks):
+        if "shrunk" in a.flags or "shrunk" in b.flags or {a.start, a.end - 1, b.start} & shared:
+            continue
+        a0, a1 = bisect_left(starts, a.start), bisect_left(starts, a.end)
+        assert a1 - a0 == size and a1 - bisect_left(starts, b.start) == overlap

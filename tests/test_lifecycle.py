@@ -40,7 +40,7 @@ from tessera.types import SourceDocument
 
 def md_sections(prefix: str, n: int, title: str = "Guide") -> str:
     """A Markdown document with ``n`` short sections, each its own chunk."""
-    parts = [f"# {title}\n\n"]
+    parts = [f"# {title}\n\nAbout {prefix}.\n\n"]  # not a bare heading: its own chunk
     for i in range(n):
         parts.append(
             f"## {prefix} section {i}\n\n"
@@ -419,7 +419,7 @@ def test_row_of_another_model_in_the_table_is_refused_at_search(ws: Any) -> None
 
 def test_identical_text_at_two_offsets_keeps_two_chunks(ws: Any) -> None:
     para = "Restart the router, then wait thirty seconds before testing the connection again."
-    doc = f"# Manual\n\n## Setup\n\n{para}\n\n## Setup\n\n{para}\n"
+    doc = f"# Manual\n\nHow to set it up.\n\n## Setup\n\n{para}\n\n## Setup\n\n{para}\n"
     src = ws.tenant("acme", {"manual.md": doc})
     out = ws.run("acme", "r1")
 
@@ -586,7 +586,7 @@ def test_heading_inside_fence_is_not_a_section(ws: Any) -> None:
     assert out["parse"]["warnings"] == 0
     rows = ws.rows("acme")
     paths = {tuple(r["heading_path"]) for r in rows}
-    assert paths == {("Guide",), ("Guide", "Example"), ("Guide", "Next")}
+    assert paths == {("Guide", "Example"), ("Guide", "Next")}  # a bare "# Guide" joins its subsection
     assert not any(t in p for p in paths for t in ("Inner heading", "Inner sub heading"))
     text = (src / "guide.md").read_text(encoding="utf-8")
     f0, f1 = text.index(outer), text.index(outer) + len(outer)

@@ -72,3 +72,17 @@ def test_sql_literals_and_tags_are_escaped() -> None:
     with pytest.raises(ValueError):
         sql_str("a\x00b")
     assert tag_for_run("3f2a:b/c d") == "run-3f2a_b_c_d"
+
+
+def test_a_table_from_an_older_release_gets_the_new_columns(ws) -> None:  # type: ignore[no-untyped-def]
+    """Columns added since (dedup's ``dup_group``/``dup_bands``) are added, null, on the next publish."""
+    ws.tenant("acme", {"a.md": "# A\n\nFirst version of the text.\n"})
+    ws.run("acme", "r1")
+    table = ws.table("acme")
+    table.drop_columns(["dup_group", "dup_bands"])
+    assert "dup_group" not in ws.table("acme").schema.names
+    (ws.root / "corpus" / "acme" / "a.md").write_text("# A\n\nSecond version of the text.\n", encoding="utf-8")
+    out = ws.run("acme", "r2")
+    assert out["publish"]["committed"]
+    rows = ws.rows("acme")
+    assert {"dup_group", "dup_bands"} <= set(rows[0]) and all(r["dup_group"] for r in rows)

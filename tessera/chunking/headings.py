@@ -51,6 +51,13 @@ def slugify(title: str) -> str:
 
 
 def sections(parsed: ParsedDocument) -> list[Section]:
+    """Sections from each heading to the next, with the heading path (breadcrumb).
+
+    A heading with no text of its own before a subheading (``# Guide`` directly followed by
+    ``## Install``) is not a section alone: its line joins the subsection, whose path
+    already names it. A chunk of a bare heading would match queries on the title alone and
+    crowd out the chunks that answer them.
+    """
     text = parsed.text
     heads = document_headings(parsed)
     out: list[Section] = []
@@ -67,4 +74,18 @@ def sections(parsed: ParsedDocument) -> list[Section]:
         seen[slug] = n + 1
         end = heads[k + 1].start if k + 1 < len(heads) else len(text)
         out.append(Section(h.start, end, tuple(t for _, t in stack), slug if n == 0 else f"{slug}-{n}"))
-    return [s for s in out if s.start < s.end]
+    ends = {h.start: h.end for h in heads}
+    merged: list[Section] = []
+    for sec in reversed([s for s in out if s.start < s.end]):
+        nxt = merged[-1] if merged else None
+        bare = sec.start in ends and not text[ends[sec.start] : sec.end].strip()
+        if (
+            bare
+            and nxt is not None
+            and nxt.path[: len(sec.path)] == sec.path
+            and len(nxt.path) > len(sec.path)
+        ):
+            merged[-1] = Section(sec.start, nxt.end, nxt.path, nxt.anchor)
+        else:
+            merged.append(sec)
+    return merged[::-1]

@@ -39,8 +39,8 @@ def _units(parsed: ParsedDocument, sec: Section) -> list[tuple[int, int, Block |
     inner = [b for b in parsed.blocks if sec.start <= b.start < sec.end and b.kind != "heading"]
     starts = [b.start for b in inner]
     by_start = {b.start: b for b in inner}
-    if starts and sec.path and parsed.text[sec.start : starts[0]].count("\n") <= 2:
-        by_start[sec.start] = by_start.pop(starts[0])  # keep a heading line with its first block
+    if starts and sec.path:  # only heading lines lie before the first block: keep them with it
+        by_start[sec.start] = by_start.pop(starts[0])
         starts[0] = sec.start
     bounds = sorted({sec.start, *starts})
     return [
@@ -103,7 +103,9 @@ class StructuralChunker:
                 run.append((s, e))
                 whole[(s, e)] = _kind(block)
             elif block is None or block.kind not in ("table", "fence"):
+                flush()  # a long paragraph is split on its own: its cuts do not depend on neighbours
                 run.extend(atoms(text, s, e, idx, size))
+                flush()
             else:
                 flush()
                 out.extend(self._split(text, s, e, block, sec, ctx))

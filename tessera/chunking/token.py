@@ -13,12 +13,30 @@ token's start to its last token's end (whitespace between windows lies outside; 
 the tokenizer drops, such as control characters, are taken into the neighbouring window so
 that every non-whitespace character is in some chunk).
 
-Every window's embedding text is recounted with the real tokenizer in one batch
-(``count_many``): re-tokenizing a slice that starts or ends inside a word can need more
-tokens than the slice had in context. Only a window that then exceeds ``max_tokens`` is
-shrunk (flag ``shrunk``): its end moves back by the excess until it fits, and if the next
-window no longer reaches the cut, the tokens in between get a window of their own. Nothing
-is ever truncated.
+Every window's count is the exact count of its embedding text as the model sees it
+(``ctx.document_prefix`` + slice, special tokens included): re-tokenizing a slice that
+starts inside a word can need more tokens than the slice had in context. Only a window that
+then exceeds ``max_tokens`` is shrunk (flag ``shrunk``): its end moves back by the excess
+until it fits, and if the next window no longer reaches the cut, the tokens in between get a
+window of their own. Nothing is ever truncated.
+
+How the counts are obtained (:meth:`TokenWindows.counts`). With a BERT WordPiece tokenizer
+(``counter.local_wordpiece``) the text is not encoded again. Call token ``k`` a *boundary*
+when it starts a word (pre-token) and its characters are not shared with token ``k-1``
+(one character normalized into several pieces, e.g. Hangul under NFD). Normalization is per
+character and pre-tokenization splits only at whitespace and punctuation, so a slice from
+boundary ``i`` re-tokenizes every whole word as in context, and a slice that ends after a
+word's first pieces re-tokenizes them alike (greedy longest-match-first from the left: the
+longest vocabulary prefix of the cut word is the one of the whole word, piece after piece),
+provided the end cut is clean (token ``j`` shares no character with token ``j-1``). Hence:
+
+* window ``[i, j)`` starting at a boundary, when the prefix ends in a split (``prefix + "x"``
+  puts ``x`` in a word of its own): ``count(prefix) + (j - i)``, no tokenizer call;
+* otherwise, ``w`` being its first boundary after ``i``: ``count(prefix + text[cs:h]) +
+  (j - w)`` with ``h`` the start of token ``w``, the short head recounted in one batch
+  (the whole window when it holds no boundary or its end cut is not clean).
+
+With any other tokenizer every window is recounted in full (``count_many``).
 """
 
 from __future__ import annotations
@@ -63,7 +81,7 @@ class TokenWindows:
 
     def __init__(self, text: str, ctx: ChunkContext) -> None:
         self.text, self.ctx = text, ctx
-        self.offs, _ = ctx.counter.spans(text)
+        self.offs, self.starts = ctx.counter.spans(text)
         self.size, self.overlap = window_size(ctx)
         self.shrunk: set[int] = set()  # starts of the windows that had to shrink
 
@@ -90,8 +108,7 @@ class TokenWindows:
             if i + self.size >= n:
                 break
         ranges = [self._range(i, j) for i, j in windows]
-        prefix, limit = ctx.document_prefix, ctx.config.max_tokens
-        counts = ctx.counter.count_many([prefix + text[cs:ce] for cs, ce in ranges])
+        counts, limit = self.counts(windows, ranges), ctx.config.max_tokens
         out: list[Span] = []
         for k, (i, j) in enumerate(windows):
             if counts[k] <= limit:
@@ -104,6 +121,37 @@ class TokenWindows:
         ctx.stats.text_tokens += n
         ctx.stats.indexed_tokens += sum(j - i for i, j in windows)
         return out
+
+    def counts(self, windows: list[tuple[int, int]], ranges: list[tuple[int, int]]) -> list[int]:
+        """Exact tokens of ``prefix + text[cs:ce]`` for each window (see the module docstring)."""
+        text, ctx, prefix = self.text, self.ctx, self.ctx.document_prefix
+        if getattr(ctx.counter, "local_wordpiece", False) is not True:
+            return ctx.counter.count_many([prefix + text[cs:ce] for cs, ce in ranges])
+        offs, starts, n = self.offs, self.starts, len(self.offs)
+
+        def boundary(k: int) -> bool:
+            return starts[k] and (k == 0 or offs[k - 1][1] <= offs[k][0])
+
+        base = ctx.tokens("") if _prefix_splits(ctx) else -1
+        counts = [0] * len(windows)
+        heads: list[str] = []
+        rests: list[tuple[int, int]] = []  # (window, tokens after its head)
+        for k, ((i, j), (cs, ce)) in enumerate(zip(windows, ranges, strict=True)):
+            if j < n and offs[j - 1][1] > offs[j][0]:  # end cut inside a character: recount all
+                heads.append(prefix + text[cs:ce])
+                rests.append((k, 0))
+                continue
+            if base >= 0 and boundary(i):
+                counts[k] = base + j - i
+                continue
+            w = i + 1
+            while w < j and not boundary(w):
+                w += 1
+            heads.append(prefix + text[cs : offs[w][0] if w < j else ce])
+            rests.append((k, j - w))
+        for (k, rest), c in zip(rests, ctx.counter.count_many(heads) if heads else [], strict=True):
+            counts[k] = c + rest
+        return counts
 
     def _shrink(self, i: int, j: int, need: int) -> list[Span]:
         """Windows from token ``i`` that fit, together reaching at least token ``need``."""
@@ -123,6 +171,15 @@ class TokenWindows:
                 b = a + 1
             a, b = b, min(b + self.size, need)
         return out
+
+
+def _prefix_splits(ctx: ChunkContext) -> bool:
+    """Whether a word always starts right after ``ctx.document_prefix`` (``x`` stands alone)."""
+    prefix = ctx.document_prefix
+    if not prefix:
+        return True
+    offs, starts = ctx.counter.spans(prefix + "x")
+    return bool(offs) and tuple(offs[-1]) == (len(prefix), len(prefix) + 1) and starts[-1]
 
 
 def plain_drafts(

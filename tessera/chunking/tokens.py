@@ -3,15 +3,23 @@
 Counts include the special tokens the model adds ([CLS]/[SEP]), so a budget checked here
 is the budget the model sees. Truncation and padding configured in the file are switched
 off: we count, we never cut.
+
+``HFTokenCounter.local_wordpiece`` says whether the tokenizer is the BERT WordPiece kind
+(per-character normalizer, pre-tokenizer splitting on whitespace and punctuation only,
+greedy longest-match-first WordPiece, a fixed number of special tokens), for which the
+tokens of a slice cut at token boundaries differ from its tokens in context only in a word
+the slice starts inside (``tessera.chunking.token`` relies on it; a counter without the
+attribute counts as ``False``).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import ne
 from pathlib import Path
 from typing import Protocol
 
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from tessera.embedding.model_files import file_sha256
 
@@ -36,6 +44,7 @@ class HFTokenCounter:
         self._tok.no_truncation()
         self._tok.no_padding()
         self.version = f"{tokenizer_json.parent.name}:{file_sha256(tokenizer_json)[:16]}"
+        self.local_wordpiece = _local_wordpiece(self._tok)
 
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=True).ids)
@@ -46,8 +55,20 @@ class HFTokenCounter:
     def spans(self, text: str) -> tuple[list[tuple[int, int]], list[bool]]:
         enc = self._tok.encode(text, add_special_tokens=False)
         words = enc.word_ids
-        starts = [i == 0 or words[i] != words[i - 1] for i in range(len(words))]
+        starts = [True, *map(ne, words[1:], words[:-1])] if words else []
         return list(enc.offsets), starts
+
+
+def _local_wordpiece(tok: Tokenizer) -> bool:
+    """Whether ``tok`` is a BERT WordPiece pipeline (see the module docstring)."""
+    added = tok.get_added_tokens_decoder().values()
+    return (
+        isinstance(tok.normalizer, normalizers.BertNormalizer)
+        and isinstance(tok.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+        and isinstance(tok.model, models.WordPiece)
+        and (tok.post_processor is None or isinstance(tok.post_processor, processors.TemplateProcessing))
+        and not any(a.lstrip or a.rstrip or a.single_word for a in added)
+    )
 
 
 @lru_cache(maxsize=4)

@@ -84,6 +84,12 @@ class TenantIndex:
             table.set_unenforced_primary_key("id")
         elif table.schema.field("vector").type != self.schema.field("vector").type:
             raise PublishError(f"{self.name} holds vectors of another dimension; refusing to mix models")
+        else:
+            missing = [f for f in self.schema if f.name not in table.schema.names]
+            if any(not f.nullable for f in missing):
+                raise PublishError(f"{self.name} lacks required columns {[f.name for f in missing]}")
+            if missing:  # a table from an older release: add the new nullable columns (all null)
+                table.add_columns(missing)
         return table
 
     def version(self) -> int | None:
