@@ -61,10 +61,13 @@ class DedupConfig:
 
 @dataclass(frozen=True)
 class ChunkingConfig:
+    """The default is the profile ``tessera eval chunking`` recommended on the Chroma corpora
+    (``docs/eval/chunking/report.json``); a test keeps the two equal."""
+
     strategy: str = "structural"
     max_tokens: int = 256
-    target_tokens: int = 200
-    overlap_tokens: int = 32
+    target_tokens: int = 152
+    overlap_tokens: int = 0
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
 
@@ -100,8 +103,8 @@ class QualityGateConfig:
 def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingConfig:
     check_keys(data, key, {"strategy", "max_tokens", "target_tokens", "overlap_tokens", "semantic", "dedup"})
     max_tokens = integer(data, "max_tokens", key, 256, 16, 8192)
-    target = integer(data, "target_tokens", key, min(200, max_tokens), 8, max_tokens)
-    overlap = integer(data, "overlap_tokens", key, 32, 0, target - 1)
+    target = integer(data, "target_tokens", key, min(ChunkingConfig.target_tokens, max_tokens), 8, max_tokens)
+    overlap = integer(data, "overlap_tokens", key, ChunkingConfig.overlap_tokens, 0, target - 1)
     strategy = string(data, "strategy", key, "structural")
     from tessera.chunking.registry import available_chunkers  # local: avoid an import cycle
 

@@ -129,8 +129,9 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
             c = replace(c, flags=tuple(dict.fromkeys(c.flags + mark)))
         line = {**chunk_to_json(c), "dedup": {"group": out.group, "bands": list(out.bands)}}
         lines.append(json.dumps(line, ensure_ascii=False))
-        for f in c.flags:
-            flags[f] = flags.get(f, 0) + 1
+        for f in c.flags:  # "rows:3-9" and "part:2/5" count under their name
+            name = f.split(":", 1)[0]
+            flags[name] = flags.get(name, 0) + 1
     (rc.workspace / "chunks.jsonl").write_text("\n".join(lines), encoding="utf-8")
     rc.write("chunk_report.json", {"quarantined": quarantined})
     tokens = [c.token_count for c in chunks]
@@ -145,6 +146,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         "dedup_live_candidates": dups.live_candidates,
         "strategy": rc.config.chunking.strategy,
         "config_hash": rc.chunk_context.config_hash[:16],
+        **rc.chunk_context.stats.as_dict(),  # inflation from overlap; the semantic chunker's embedding cost
     }
 
 

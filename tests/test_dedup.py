@@ -179,8 +179,8 @@ DOCS = {
 def dup_ws(ws: Any) -> Any:
     ws.chunking = {
         "max_tokens": 256,
-        "target_tokens": 120,
-        "overlap_tokens": 16,
+        "target_tokens": 150,  # each ~100-token paragraph is one chunk, two are not
+        "overlap_tokens": 0,
         "dedup": {"near_duplicates": "flag", "threshold": 0.8},
     }
     ws.tenant("acme", DOCS, users={"alice": ["staff"], "bob": ["bteam"], "boss": ["staff", "bteam"]})
@@ -300,6 +300,7 @@ def test_sources_list_every_readable_copy_beyond_the_ranking_cutoff(ws: Any) -> 
         f"copy{i:02d}.md": f"{paragraph(100 + i)}\n\n{SHARED}\n" for i in range(12)
     }
     files["_access.yaml"] = 'documents:\n  - match: "copy0[0-3].md"\n    groups: [bteam]\n'
+    ws.chunking = {"max_tokens": 256, "target_tokens": 150, "overlap_tokens": 0}  # SHARED is one chunk
     ws.tenant("acme", files, users={"alice": ["staff"], "bob": ["bteam"], "boss": ["staff", "bteam"]})
     out = ws.run("acme", "r1")
     assert out["chunk"]["exact_duplicates"] == 11 and out["embed"]["texts"] - out["embed"]["unique"] == 11

@@ -81,7 +81,9 @@ def test_a_table_from_an_older_release_gets_the_new_columns(ws) -> None:  # type
     table = ws.table("acme")
     table.drop_columns(["dup_group", "dup_bands"])
     assert "dup_group" not in ws.table("acme").schema.names
-    (ws.root / "corpus" / "acme" / "a.md").write_text("# A\n\nSecond version of the text.\n", encoding="utf-8")
+    (ws.root / "corpus" / "acme" / "a.md").write_text(
+        "# A\n\nSecond version of the text.\n", encoding="utf-8"
+    )
     out = ws.run("acme", "r2")
     assert out["publish"]["committed"]
     rows = ws.rows("acme")

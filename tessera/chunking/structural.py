@@ -1,14 +1,20 @@
-"""Structural chunking: heading sections, packed blocks, then token windows.
+"""Structural chunking: heading sections, sentence-aware pieces packed to the target.
 
-1. The document is cut at headings into sections; each carries its heading path
-   (breadcrumb), prepended to ``embedding_text`` as ``"A > B > C\\n\\n"``.
-2. A section's blocks are packed greedily up to ``target_tokens``.
-3. A block that does not fit ``max_tokens`` alone is split: a fence by lines, each part
-   repeating the fence's opening line as context (flag ``fence_split``); a table by whole
-   rows with :mod:`tessera.chunking.tables` (the one table chunker of every format), each
-   part repeating the header rows (flags ``table_split`` and ``rows:a-b``, the 1-based body
-   rows it holds; a row too big alone is cut, flag ``row_split``); prose by token windows
-   with ``overlap_tokens`` of overlap (flag ``windowed``). Nothing is ever truncated.
+1. The document is cut at headings into sections (:func:`tessera.chunking.headings.sections`:
+   the parser's headings, else MediaWiki-style heading lines; a bare heading joins its first
+   subsection). Each section's heading path (breadcrumb) is prepended to ``embedding_text``
+   as ``"A > B > C\\n\\n"``; the target and the budget count it.
+2. Prose is cut recursively (paragraph, line, sentence, clause, word; see
+   :mod:`tessera.chunking.recursive`) into pieces of at most the target, and consecutive
+   pieces are packed greedily up to ``target_tokens``, with up to ``overlap_tokens`` of
+   overlap between consecutive chunks. A paragraph longer than the target is cut on its
+   own (flag ``windowed``), so its cuts do not depend on its neighbours.
+3. A table or fence that fits packs with the prose as one unbreakable piece. A bigger one
+   is split: a fence by lines, each part repeating the fence's opening line as context (flag
+   ``fence_split``); a table by whole rows with :mod:`tessera.chunking.tables` (the one table
+   chunker of every format), each part repeating the header rows (flags ``table_split`` and
+   ``rows:a-b``, the 1-based body rows it holds; a row too big alone is cut, flag
+   ``row_split``). Nothing is ever truncated.
 """
 
 from __future__ import annotations

@@ -43,20 +43,22 @@ def parser() -> argparse.ArgumentParser:
 
 
 def table(report: dict[str, Any]) -> str:
-    """A Markdown table: peers first, then the recommended row and the best rows per strategy."""
+    """A Markdown table: peers, the recommended row, then each strategy's best row (same rule)."""
     modes = report["modes"]
     head = "| configuration | chunks | mean tokens | " + " | ".join(
         f"{m} recall | {m} IoU | {m} P-Ω" for m in modes
     )
     lines = [head + " |", "|" + "---|" * (3 + 3 * len(modes))]
     rec = (report.get("recommended") or {}).get("name")
+
+    def rank(r: dict[str, Any]) -> float:  # the smallest margin over the peers' frontier
+        margins = r.get("margins") or {}
+        return min(margins.values()) if margins else sum(r[m]["recall"] + r[m]["iou"] for m in modes)
+
     best: dict[str, dict[str, Any]] = {}
     for r in report["rows"]:
-        key = r["strategy"]
-        if key not in best or sum(r[m]["recall"] + r[m]["iou"] for m in modes) > sum(
-            best[key][m]["recall"] + best[key][m]["iou"] for m in modes
-        ):
-            best[key] = r
+        if r["strategy"] not in best or rank(r) > rank(best[r["strategy"]]):
+            best[r["strategy"]] = r
     shown = report["peers"] + [r for r in report["rows"] if r["name"] == rec]
     shown += [r for r in best.values() if r["name"] != rec]
     for r in shown:

@@ -48,20 +48,34 @@ def margins(
 
 
 def recommend(
-    rows: Sequence[Mapping[str, Any]], peers: Sequence[Mapping[str, Any]], modes: Sequence[str]
+    rows: Sequence[Mapping[str, Any]],
+    peers: Sequence[Mapping[str, Any]],
+    modes: Sequence[str],
+    targets: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any] | None:
     """The row that beats the frontier in every mode by the largest smallest margin.
 
-    Without peers, the row with the best mean of recall and IoU over the modes.
+    Rows that also meet every absolute target come first. Without peers, the row with the
+    best mean of recall and IoU over the modes.
     """
     if not rows:
         return None
     if not peers:
         best = max(rows, key=lambda r: sum(r[m]["recall"] + r[m]["iou"] for m in modes))
         return {"name": best["name"], "beats_frontier": None, "margins": {}}
-    scored = [(min(margins(r, peers, modes).values()), r) for r in rows]
-    margin, best = max(scored, key=lambda t: t[0])
-    return {"name": best["name"], "beats_frontier": margin > 0, "margins": margins(best, peers, modes)}
+
+    def key(r: Mapping[str, Any]) -> tuple[bool, float]:
+        met = all(targets_met(r, targets).values()) if targets else False
+        return met, min(margins(r, peers, modes).values())
+
+    best = max(rows, key=key)
+    met, margin = key(best)
+    return {
+        "name": best["name"],
+        "beats_frontier": margin > 0,
+        "meets_targets": met,
+        "margins": margins(best, peers, modes),
+    }
 
 
 def targets_met(row: Mapping[str, Any], targets: Mapping[str, Mapping[str, float]]) -> dict[str, bool]:

@@ -155,7 +155,7 @@ def run_sweep(
         row.update(family="peer", library=peer.library, size=peer.size, overlap=peer.overlap)
         peers.append(row)
         log(_line(row, settings.modes))
-    best = frontier.recommend(rows, peers, settings.modes)
+    best = frontier.recommend(rows, peers, settings.modes, TARGETS)
     best_row = next((r for r in rows if best and r["name"] == best["name"]), None)
     for r in rows:
         r["margins"] = frontier.margins(r, peers, settings.modes) if peers else {}
