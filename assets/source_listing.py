@@ -1,10 +1,14 @@
+import warnings
 from typing import Any
 
-from dagster import AssetExecutionContext, Output, asset
+from dagster import AssetExecutionContext, BetaWarning, DataVersion, Output, asset
 
 from assets.partitions import call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.run import list_step
+
+# Output(data_version=...) is a Dagster beta parameter; we rely on it knowingly.
+warnings.filterwarnings("ignore", category=BetaWarning, module="dagster")
 
 
 @asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"python"})
@@ -16,4 +20,8 @@ def source_listing(context: AssetExecutionContext, tenant_run: TenantRunResource
     """
     rc = tenant_run.context_for(context.partition_key, context.run_id)
     summary = call_step(list_step, rc)
-    return Output(manifest(summary, rc.tenant, rc.workspace_id or rc.run_id), metadata=counts(summary))
+    return Output(
+        manifest(summary, rc.tenant, rc.workspace_id or rc.run_id),
+        metadata=counts(summary),
+        data_version=DataVersion(summary["index_version"]),  # changes with the model or chunking profile
+    )

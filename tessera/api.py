@@ -7,6 +7,7 @@ that does not exist. Results are labelled as untrusted source data with their pr
 (No ``from __future__ import annotations`` here: FastAPI reads annotations at run time.)
 """
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -18,7 +19,7 @@ from tessera.embedding.base import Embedder
 from tessera.errors import AccessDenied, ModelIdentityError
 from tessera.search.citations import Citation, show
 from tessera.search.principal import IdentityStore, Principal
-from tessera.search.query import SearchHit, SearchOptions, Source, search
+from tessera.search.query import SearchHit, SearchOptions, Source, for_tenant, search
 
 
 class CitationModel(BaseModel):
@@ -98,7 +99,11 @@ class ChunkResponse(BaseModel):
     citation: CitationModel
 
 
-def create_app(cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore) -> FastAPI:
+def create_app(
+    cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore, others: Sequence[Embedder] = ()
+) -> FastAPI:
+    """The HTTP API. ``others``: models still servable (``embedding.previous``); each request is
+    embedded with the model that serves the caller's tenant."""
     app = FastAPI(title="Tessera", version="0.1.0", description=__doc__)
 
     def principal(
@@ -140,13 +145,14 @@ def create_app(cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore
             k=k, mode=mode, as_of=as_of, model_version=model_version, expand=expand, token_budget=token_budget
         )
         try:
-            hits = search(cfg.store.uri, embedder, who, q, options=opts)
+            serving = for_tenant(cfg.store.uri, who.tenant, [embedder, *others])
+            hits = search(cfg.store.uri, serving, who, q, options=opts)
         except ModelIdentityError as e:
             raise HTTPException(status_code=409, detail=str(e)) from e
         except ValueError as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
         return SearchResponse(
-            model_version=embedder.identity.key, mode=mode, results=[HitModel.of(h) for h in hits]
+            model_version=serving.identity.key, mode=mode, results=[HitModel.of(h) for h in hits]
         )
 
     @app.get(

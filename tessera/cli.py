@@ -15,11 +15,14 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tessera.cli_model import add_parser as add_model_parser
+from tessera.cli_model import make_embedders
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
 from tessera.errors import AccessDenied, ConfigError, TesseraError
 from tessera.search import SearchHit, SearchOptions, principal_from_config, search, show
 from tessera.search.principal import IdentityStore, Principal, read_identity_file
+from tessera.search.query import for_tenant
 
 
 def make_embedder(cfg: TesseraConfig, fake: bool) -> Embedder:
@@ -77,8 +80,9 @@ def _principal(args: argparse.Namespace, cfg: TesseraConfig) -> Principal | None
 
 
 def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    embedder = make_embedder(cfg, args.fake_embedder)
     principal = _principal(args, cfg)
+    embedders = make_embedders(cfg, args.fake_embedder)
+    embedder = embedders[0] if principal is None else for_tenant(cfg.store.uri, principal.tenant, embedders)
     opts = SearchOptions(
         k=args.k,
         mode=args.mode,
@@ -123,7 +127,8 @@ def _cmd_serve(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
     if cfg.api_keys_file is None:
         raise ConfigError("api_keys_file", "tessera serve needs api_keys_file in the configuration")
-    app = create_app(cfg, make_embedder(cfg, args.fake_embedder), IdentityStore.load(cfg, cfg.api_keys_file))
+    first, *others = make_embedders(cfg, args.fake_embedder)
+    app = create_app(cfg, first, IdentityStore.load(cfg, cfg.api_keys_file), others)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -244,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="use the deterministic hash embedder instead of the model",
     )
     sub = p.add_subparsers(dest="command", required=True)
+    add_model_parser(sub)
     r = sub.add_parser("run", help="index tenants without Dagster (the Dagster job is `make run`)")
     r.add_argument("--tenant", action="append")
     r.add_argument("--run-id")

@@ -49,6 +49,8 @@ class EmbeddingConfig:
     max_retries: int = 3
     backoff_seconds: float = 0.5
     device: str = "cpu"
+    previous: tuple[EmbeddingConfig, ...] = ()
+    """Models that may still serve a tenant: the old model during a backfill, and for rollback."""
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,7 @@ def _store(data: Mapping[str, Any], base: Path) -> StoreConfig:
     return StoreConfig(uri=uri, work_dir=_resolve(base, _str(data, "work_dir", "store", ".tessera/work")))
 
 
-def _embedding(data: Mapping[str, Any], base: Path) -> EmbeddingConfig:
-    key = "embedding"
+def _embedding(data: Mapping[str, Any], base: Path, key: str = "embedding") -> EmbeddingConfig:
     allowed = {
         "model",
         "package",
@@ -167,8 +168,11 @@ def _embedding(data: Mapping[str, Any], base: Path) -> EmbeddingConfig:
         "max_retries",
         "backoff_seconds",
         "device",
-    }
+    } | ({"previous"} if key == "embedding" else set())
     _check_keys(data, key, allowed)
+    previous = data.get("previous") or []
+    if not isinstance(previous, list):
+        raise ConfigError(f"{key}.previous", "expected a list of embedding models")
     sha = data.get("sha256")
     if sha is not None and (not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha)):
         raise ConfigError(f"{key}.sha256", "expected 64 lowercase hex digits")
@@ -197,6 +201,10 @@ def _embedding(data: Mapping[str, Any], base: Path) -> EmbeddingConfig:
         max_retries=_int(data, "max_retries", key, 3, 0, 20),
         backoff_seconds=float(backoff),
         device=device,
+        previous=tuple(
+            _embedding(_mapping(p, f"{key}.previous[{i}]"), base, f"{key}.previous[{i}]")
+            for i, p in enumerate(previous)
+        ),
     )
 
 

@@ -121,6 +121,17 @@ def list_step(rc: RunContext) -> dict[str, Any]:
         "unchanged": len(listing.documents) - len(d.changed) - len(d.meta_only),
         "quarantined": len(quarantined),
         "deletion_blocked": deletion["blocked"],
+        "model": rc.embedder.identity.key,
+        # What the index should be built from: source revisions and ACLs, the model and the
+        # chunking profile. A model or profile change changes it, so Dagster shows every
+        # downstream asset of the tenant as stale until a backfill rebuilds it.
+        "index_version": canonical_hash(
+            {
+                "docs": sorted((doc.doc_id, doc.revision, doc.meta_hash) for doc in listing.documents),
+                "model": rc.embedder.identity.key,
+                "chunking": rc.chunk_context.config_hash,
+            }
+        )[:24],
     }
     rc.write(
         "listing.json",

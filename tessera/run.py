@@ -19,6 +19,7 @@ import pyarrow as pa
 from tessera.checks import check_offsets, check_published, check_rows
 from tessera.chunking.dedup import Entry, dedupe
 from tessera.chunking.registry import chunker_for
+from tessera.cutover import cutover_step
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.errors import (
@@ -283,11 +284,16 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
 
 
 def run_tenant(rc: RunContext) -> dict[str, Any]:
-    """All steps in order; the first failure stops the run before anything is published."""
-    return {
+    """All steps in order; the first failure stops the run before anything is published.
+
+    Last, the tenant's active model moves to this run's model when it is verified and complete
+    (the first build, or the end of a backfill after a model change)."""
+    out = {
         "listing": list_step(rc),
         "parse": parse_step(rc),
         "chunk": chunk_step(rc),
         "embed": embed_step(rc),
         "publish": publish_step(rc),
     }
+    out["cutover"] = cutover_step(rc, verify_step(rc)[0])
+    return out

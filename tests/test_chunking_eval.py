@@ -21,8 +21,8 @@ from tessera.evaluation.chunking.corpus import load_corpus
 from tessera.evaluation.chunking.harness import code_points, locate
 from tessera.evaluation.chunking.metrics import Span, intact, merge, precision_omega, score
 from tessera.evaluation.chunking.sweep import Embedding, SweepSettings, run_sweep
-from tessera.store.db import connect
 from tessera.offsets import OffsetMap
+from tessera.store.db import connect
 from tessera.types import Block, ParsedDocument
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -48,6 +48,7 @@ def test_definitions_load() -> None:
         "document_chunks",
         "chunk_embeddings",
         "published_index",
+        "active_model",
         "chunking_evaluation",
     }
     assert defs.resolve_job_def("evaluate_chunking") is not None

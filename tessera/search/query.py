@@ -14,6 +14,7 @@ principal's filter, so provenance never names a document the principal may not r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +25,7 @@ from tessera.search.citations import Citation, citation_of
 from tessera.search.collapse import MAX_CANDIDATES, collapse, with_all_copies
 from tessera.search.lexical import flat_bm25
 from tessera.search.principal import Principal, access_filter
+from tessera.store.active import ActivePointer
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
 from tessera.store.indexes import NPROBES, REFINE
@@ -178,6 +180,21 @@ def _distinct(
         n = min(n * 4, MAX_CANDIDATES)
 
 
+def for_tenant(index_uri: str, tenant: str, embedders: Sequence[Embedder]) -> Embedder:
+    """The embedder of the model serving ``tenant`` (its active pointer); the first one when
+    the tenant has no pointer yet. A tenant served by none of them is a ModelIdentityError."""
+    active = ActivePointer(connect(index_uri), tenant).get()
+    if active is None:
+        return embedders[0]
+    for embedder in embedders:
+        if embedder.identity.key == active.model_key:
+            return embedder
+    keys = [e.identity.key for e in embedders]
+    raise ModelIdentityError(
+        f"tenant {tenant!r} is served by model {active.model_key}; loaded models: {keys}"
+    )
+
+
 def search(
     index_uri: str,
     embedder: Embedder,
@@ -199,6 +216,11 @@ def search(
     where = access_filter(principal, opts.as_of or datetime.now(UTC), opts.include_flagged)
     if where is None or principal is None:
         return []
+    active = ActivePointer(connect(index_uri), principal.tenant).get()
+    if active is not None and active.model_key != ident.key:
+        raise ModelIdentityError(
+            f"tenant {principal.tenant!r} is served by model {active.model_key}; this query uses {ident.key}"
+        )
     table = open_table(index_uri, embedder, principal.tenant)
     if table is None:
         return []

@@ -53,7 +53,7 @@ def table(report: dict[str, Any]) -> str:
 
     def rank(r: dict[str, Any]) -> float:  # the smallest margin over the peers' frontier
         margins = r.get("margins") or {}
-        return min(margins.values()) if margins else sum(r[m]["recall"] + r[m]["iou"] for m in modes)
+        return float(min(margins.values()) if margins else sum(r[m]["recall"] + r[m]["iou"] for m in modes))
 
     best: dict[str, dict[str, Any]] = {}
     for r in report["rows"]:

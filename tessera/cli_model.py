@@ -1,0 +1,99 @@
+"""``tessera model status`` and ``tessera model rollback``: the active model per tenant.
+
+Status shows, per tenant, the active model (and since when, by which run), the configured
+model when it is not active yet (a backfill in progress) with its progress in documents,
+and the models whose tables are retained for rollback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from tessera.config import TesseraConfig
+from tessera.embedding.base import Embedder
+
+
+def make_embedders(cfg: TesseraConfig, fake: bool) -> list[Embedder]:
+    """The configured model first, then ``embedding.previous`` (still servable)."""
+    if fake:
+        from tessera.embedding.fake import HashEmbedder
+
+        return [HashEmbedder()]
+    from tessera.embedding.sentence import SentenceTransformerEmbedder
+
+    return [SentenceTransformerEmbedder(c) for c in (cfg.embedding, *cfg.embedding.previous)]
+
+
+def model_status(cfg: TesseraConfig, tenant: str, embedders: list[Embedder]) -> dict[str, Any]:
+    from tessera.store.active import ActivePointer
+    from tessera.store.db import chunks_table_name, connect, open_table
+
+    db = connect(cfg.store.uri)
+    active = ActivePointer(db, tenant).get()
+    configured = embedders[0].identity.key
+
+    def docs(key: str) -> int | None:
+        table = open_table(db, chunks_table_name(tenant, key))
+        if table is None:
+            return None
+        return len(set(table.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id").to_pylist()))
+
+    keys = {e.identity.key for e in embedders} | ({active.model_key} if active else set())
+    retained = sorted(k for k in keys if docs(k) is not None)
+    out: dict[str, Any] = {"tenant": tenant, "configured": configured, "retained": retained}
+    if active is not None:
+        since = datetime.fromtimestamp(active.at_us / 1e6, UTC).isoformat(timespec="seconds")
+        out["active"] = {
+            "model": active.model_key,
+            "since": since,
+            "run_id": active.run_id,
+            "reason": active.reason,
+        }
+        out["previous"] = active.previous_key
+    else:
+        out["active"] = None
+    if active is None or active.model_key != configured:
+        built, served = docs(configured), docs(active.model_key) if active else None
+        out["pending"] = {"model": configured, "documents_built": built or 0, "documents_served": served}
+    return out
+
+
+def cmd_model(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    embedders = make_embedders(cfg, args.fake_embedder)
+    if args.model_cmd == "rollback":
+        from tessera.store.active import ActivePointer
+        from tessera.store.db import connect
+
+        cfg.tenant(args.tenant)
+        moved = ActivePointer(connect(cfg.store.uri), args.tenant).rollback(args.run_id or "cli-rollback")
+        print(json.dumps({"tenant": args.tenant, "active": moved.model_key, "previous": moved.previous_key}))
+        return 0
+    tenants = [args.tenant] if args.tenant else sorted(cfg.tenants)
+    report = [model_status(cfg, t, embedders) for t in tenants]
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for r in report:
+        active = r["active"]["model"] if r["active"] else "none"
+        line = f"{r['tenant']}: active {active}"
+        if "pending" in r:
+            p = r["pending"]
+            served = p["documents_served"] or "?"
+            line += f"; pending {p['model']} ({p['documents_built']}/{served} documents built)"
+        print(line + f"; retained {', '.join(r['retained']) or 'none'}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    m = sub.add_parser("model", help="active model per tenant: status, rollback")
+    msub = m.add_subparsers(dest="model_cmd", required=True)
+    st = msub.add_parser("status", help="active and pending model per tenant, with progress")
+    st.add_argument("--tenant")
+    st.add_argument("--json", action="store_true")
+    rb = msub.add_parser("rollback", help="make the previous model active again (its table must be retained)")
+    rb.add_argument("--tenant", required=True)
+    rb.add_argument("--run-id")
+    m.set_defaults(func=cmd_model)
