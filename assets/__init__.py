@@ -5,6 +5,7 @@ from assets.checks import mass_deletion_guard, published_index_integrity, qualit
 from assets.chunk_embeddings import chunk_embeddings
 from assets.chunking_evaluation import chunking_evaluation
 from assets.document_chunks import document_chunks
+from assets.index_maintenance import index_maintenance
 from assets.parsed_documents import parsed_documents
 from assets.partitions import tenant_partitions
 from assets.published_index import published_index
@@ -20,5 +21,12 @@ INDEXING_ASSETS = [
 ]
 INDEXING_CHECKS = [mass_deletion_guard, quality_gate, published_index_integrity]
 EVALUATION_ASSETS = [chunking_evaluation]
+MAINTENANCE_ASSETS = [index_maintenance]
 
-__all__ = ["EVALUATION_ASSETS", "INDEXING_ASSETS", "INDEXING_CHECKS", "tenant_partitions"]
+__all__ = [
+    "EVALUATION_ASSETS",
+    "INDEXING_ASSETS",
+    "INDEXING_CHECKS",
+    "MAINTENANCE_ASSETS",
+    "tenant_partitions",
+]

@@ -4,9 +4,9 @@ import os
 
 from dagster import Definitions
 
-from assets import EVALUATION_ASSETS, INDEXING_ASSETS, INDEXING_CHECKS
-from pipelines.jobs import evaluate_chunking_job, index_tenant_job
-from pipelines.schedules import build_rebuild_schedule
+from assets import EVALUATION_ASSETS, INDEXING_ASSETS, INDEXING_CHECKS, MAINTENANCE_ASSETS
+from pipelines.jobs import evaluate_chunking_job, index_tenant_job, maintain_index_job
+from pipelines.schedules import build_rebuild_schedule, index_maintenance_schedule
 from pipelines.sensors import source_change_sensor, tenant_partitions_sensor
 from resources import (
     ConfiguredSourceResource,
@@ -32,10 +32,10 @@ def build_definitions(
     )
     source_resource = sources or ConfiguredSourceResource()
     return Definitions(
-        assets=[*INDEXING_ASSETS, *EVALUATION_ASSETS],
+        assets=[*INDEXING_ASSETS, *EVALUATION_ASSETS, *MAINTENANCE_ASSETS],
         asset_checks=INDEXING_CHECKS,
-        jobs=[index_tenant_job, evaluate_chunking_job],
-        schedules=[build_rebuild_schedule(config.load().schedule_cron)],
+        jobs=[index_tenant_job, evaluate_chunking_job, maintain_index_job],
+        schedules=[build_rebuild_schedule(config.load().schedule_cron), index_maintenance_schedule],
         sensors=[tenant_partitions_sensor, source_change_sensor],
         resources={
             "tessera_config": config,

@@ -2,7 +2,7 @@
 
 from dagster import AssetSelection, define_asset_job
 
-from assets import EVALUATION_ASSETS, INDEXING_ASSETS, tenant_partitions
+from assets import EVALUATION_ASSETS, INDEXING_ASSETS, MAINTENANCE_ASSETS, tenant_partitions
 
 RUN_TAGS = {
     # Run-level retry (needs run_retries enabled in dagster.yaml, as pipelines.main writes it).
@@ -27,4 +27,11 @@ evaluate_chunking_job = define_asset_job(
     name="evaluate_chunking",
     selection=AssetSelection.assets(*EVALUATION_ASSETS),
     description="Recall/IoU of chunking profiles on a question set (run config: corpus folder, grid).",
+)
+
+maintain_index_job = define_asset_job(
+    name="maintain_index",
+    selection=AssetSelection.assets(*MAINTENANCE_ASSETS),
+    partitions_def=tenant_partitions,
+    description="Compact one tenant's tables and prune old versions (tags and the last versions kept).",
 )

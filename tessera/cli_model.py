@@ -1,4 +1,4 @@
-"""``tessera model status`` and ``tessera model rollback``: the active model per tenant.
+"""Operations commands: ``tessera model status|rollback`` and ``tessera maintain``.
 
 Status shows, per tenant, the active model (and since when, by which run), the configured
 model when it is not active yet (a backfill in progress) with its progress in documents,
@@ -87,7 +87,30 @@ def cmd_model(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
+def cmd_maintain(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from dataclasses import asdict
+
+    from tessera.store.db import connect, list_tables
+    from tessera.store.maintenance import maintain_tenant
+
+    db = connect(cfg.store.uri)
+    out = []
+    for tenant in [args.tenant] if args.tenant else sorted(cfg.tenants):
+        cfg.tenant(tenant)
+        names = [n for n in list_tables(db) if n.startswith(f"chunks__{tenant}__")]
+        keep = (args.keep_versions, args.keep_run_tags)
+        reports = maintain_tenant(db, cfg.store.work_dir, tenant, names, *keep)
+        out += [{"tenant": tenant, **asdict(r)} for r in reports]
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def add_parser(sub: Any) -> None:
+    mt = sub.add_parser("maintain", help="compact tables and prune old versions (tags and the last N kept)")
+    mt.add_argument("--tenant")
+    mt.add_argument("--keep-versions", type=int, default=10)
+    mt.add_argument("--keep-run-tags", type=int, default=20)
+    mt.set_defaults(func=cmd_maintain)
     m = sub.add_parser("model", help="active model per tenant: status, rollback")
     msub = m.add_subparsers(dest="model_cmd", required=True)
     st = msub.add_parser("status", help="active and pending model per tenant, with progress")

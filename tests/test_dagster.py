@@ -50,8 +50,11 @@ def test_definitions_load() -> None:
         "published_index",
         "active_model",
         "chunking_evaluation",
+        "index_maintenance",
     }
     assert defs.resolve_job_def("evaluate_chunking") is not None
+    assert defs.resolve_job_def("maintain_index").partitions_def == tenant_partitions
+    assert defs.resolve_schedule_def("index_maintenance_schedule") is not None
     assert defs.resolve_sensor_def("tenant_partitions_sensor") is not None
     import pipelines.definitions as module
 

@@ -395,9 +395,11 @@ def test_new_model_version_gets_separate_tables(ws: Any) -> None:
         search(cfg.store.uri, v1, alice, "Alpha paragraph", model_version=v2.identity.key)
     with pytest.raises(ModelIdentityError):
         search(cfg.store.uri, v2, alice, "Alpha paragraph", model_version=v1.identity.key)
-    hits1 = search(cfg.store.uri, v1, alice, "Alpha paragraph", k=50, model_version=v1.identity.key)
+    # The complete model-2 build cut the tenant over: model 1 stays on disk, but is not served.
+    assert second["cutover"]["moved"] and second["cutover"]["previous"] == v1.identity.key
+    with pytest.raises(ModelIdentityError, match=f"served by model {v2.identity.key}"):
+        search(cfg.store.uri, v1, alice, "Alpha paragraph", k=50, model_version=v1.identity.key)
     hits2 = search(cfg.store.uri, v2, alice, "Alpha paragraph", k=50)
-    assert {h.chunk_id for h in hits1} == {r["id"] for r in v1_rows}
     assert {h.chunk_id for h in hits2} == {r["id"] for r in v2_rows}
 
 

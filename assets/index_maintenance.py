@@ -1,0 +1,29 @@
+from typing import Any
+
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+
+from assets.partitions import tenant_partitions
+from resources.runs import TenantRunResource
+from tessera.store.db import list_tables
+from tessera.store.maintenance import maintain_tenant
+
+
+@asset(partitions_def=tenant_partitions, group_name="maintenance", kinds={"lancedb"})
+def index_maintenance(
+    context: AssetExecutionContext, tenant_run: TenantRunResource
+) -> MaterializeResult[Any]:
+    """Compact the tenant's tables and prune old versions: every operator tag, the last 20
+    publication tags and the last 10 versions stay. Holds the tenant's publish lock."""
+    rc = tenant_run.context_for(context.partition_key, context.run_id)
+    names = [n for n in list_tables(rc.db) if n.startswith(f"chunks__{rc.tenant}__")]
+    reports = maintain_tenant(
+        rc.db, rc.config.store.work_dir, rc.tenant, names, keep_versions=10, keep_run_tags=20
+    )
+    return MaterializeResult(
+        metadata={
+            "tables": len(reports),
+            "versions_before": sum(r.versions_before for r in reports),
+            "versions_after": sum(r.versions_after for r in reports),
+            "run_tags_deleted": MetadataValue.json([t for r in reports for t in r.run_tags_deleted]),
+        }
+    )
