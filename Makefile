@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test lint typecheck bench dev clean ocr
+.PHONY: setup run test lint typecheck bench dev clean ocr browser
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory ocr
@@ -28,6 +28,13 @@ ocr:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
 	  else echo "warning: tesseract missing and cannot be installed here; OCR is disabled" >&2; fi; }
 
+# Headless Chromium for the lineage report's browser test: Debian's chromium, once, only when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "warning: chromium missing and cannot be installed here; the browser test is skipped" >&2; fi; }
+
 run: $(STAMP)
 	$(BIN)/python -m pipelines.main --config examples/tessera.yaml
 
@@ -38,7 +45,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy tessera assets resources pipelines bench
 
-test: $(STAMP) lint typecheck
+test: $(STAMP) browser lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: $(STAMP)

@@ -1,9 +1,10 @@
 from typing import Any
 
-from dagster import AssetExecutionContext, Output, asset
+from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from assets.partitions import allow_mass_delete, call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
+from tessera.lineage_step import lineage_step
 from tessera.run import publish_step
 
 
@@ -17,4 +18,10 @@ def published_index(
     """
     rc = tenant_run.from_manifest(chunk_embeddings, context.run_id, allow_mass_delete(context))
     summary = call_step(publish_step, rc)
-    return Output(manifest(summary, rc.tenant, chunk_embeddings["workspace_id"]), metadata=counts(summary))
+    lineage = lineage_step(rc)
+    metadata = {
+        **counts(summary),
+        "lineage_report": MetadataValue.path(lineage["report"]),
+        "provenance_sample": MetadataValue.md(lineage["sample"]),
+    }
+    return Output(manifest(summary, rc.tenant, chunk_embeddings["workspace_id"]), metadata=metadata)

@@ -202,6 +202,14 @@ def _cmd_purge(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.lineage import lineage
 
+    if args.html:
+        from tessera.lineage_html import write_report
+
+        docs = set(args.doc) if args.doc else None
+        print(write_report(_index(args, cfg), cfg.store.uri, Path(args.html), docs))
+        return 0
+    if not args.chunk_id:
+        raise ConfigError("chunk_id", "give a chunk id, or --html OUT for the tenant's report")
     try:
         info = lineage(_index(args, cfg), cfg.store.uri, args.chunk_id).as_dict()
     except AccessDenied:
@@ -299,8 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
     pur.add_argument("--yes", action="store_true", help="confirm the deletion")
     pur.set_defaults(func=_cmd_purge)
     li = sub.add_parser("lineage", help="where a chunk came from: source bytes, versions, runs, duplicates")
-    li.add_argument("chunk_id")
+    li.add_argument("chunk_id", nargs="?")
     li.add_argument("--tenant", required=True)
+    li.add_argument("--html", metavar="OUT", help="write the HTML lineage report, one page per document")
+    li.add_argument("--doc", action="append", help="with --html: only these documents")
     li.add_argument("--json", action="store_true")
     li.set_defaults(func=_cmd_lineage)
     ev = sub.add_parser("eval", help="evaluations on external data: html, code, chunking")

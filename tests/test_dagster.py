@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dagster import (
     DagsterInstance,
     build_asset_context,
@@ -105,6 +107,10 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     assert pub["committed"] and pub["version"] is not None
     mats = first.asset_materializations_for_node("published_index")
     assert mats and mats[0].metadata["inserted"].value == pub["inserted"]
+    report = Path(mats[0].metadata["lineage_report"].value)  # the materialization links its lineage
+    assert report.exists() and "guide.md" in report.read_text()
+    sample = mats[0].metadata["provenance_sample"].value
+    assert "| chunk | document |" in sample and "guide.md @" in sample
     assert ws.table("globex") is None  # another tenant's partition is never touched
     second = materialize(
         [*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance, resources=resources

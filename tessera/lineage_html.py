@@ -1,0 +1,148 @@
+"""A static HTML lineage report per tenant: one page per document, chunks highlighted on the source.
+
+Each page shows the document's source revision (the bytes the chunks were cut from) with
+every chunk's byte range as highlighted spans; hovering shows the chunk's id, heading path,
+tokens, parser, chunker, model and run. ``page.html#chunk-<id>`` scrolls to that chunk and
+highlights it (a few lines of inline script, no external assets). Paginated documents (PDF)
+have no byte ranges: their page lists each chunk with its pages and boxes instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import itertools
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from tessera.store.blobs import BlobStore
+from tessera.store.index import TenantIndex
+
+_COLUMNS = [
+    "id", "doc_id", "uri", "revision", "content_type", "start", "end", "byte_start", "byte_end", "pages",
+    "heading_path", "token_count", "parser_version", "chunker_version", "model_version", "run_id", "text",
+]  # fmt: skip
+
+_STYLE = """body{font:14px/1.5 system-ui,sans-serif;margin:0 2em}pre{white-space:pre-wrap}
+.c{background:#e8f0fe;border-bottom:1px solid #8ab4f8}.c.alt{background:#fef7e0;border-color:#fdd663}
+.c.hl{background:#fbbc04}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"""
+
+_SCRIPT = """function show(){var id=decodeURIComponent(location.hash.replace('#chunk-',''));
+document.querySelectorAll('.hl').forEach(function(e){e.classList.remove('hl')});if(!id)return;
+var parts=document.querySelectorAll('[data-c~="'+id+'"]');parts.forEach(function(e){e.classList.add('hl')});
+var a=document.getElementById('chunk-'+id);if(a){a.scrollIntoView();}
+var r=parts.length?parts[0].getBoundingClientRect():null;document.body.dataset.highlighted=id;
+document.body.dataset.highlightedParts=String(parts.length);
+document.body.dataset.visible=String(!!r&&r.top>=0&&r.top<window.innerHeight);
+document.body.dataset.scrollY=String(Math.round(window.scrollY));}
+window.addEventListener('hashchange',show);window.addEventListener('load',show);"""
+
+
+def page_name(doc_id: str) -> str:
+    return hashlib.sha256(doc_id.encode()).hexdigest()[:16] + ".html"
+
+
+def _tip(r: dict[str, Any]) -> str:
+    path = " > ".join(r["heading_path"] or []) or "-"
+    return (
+        f"{r['id'][:16]} | {path} | {r['token_count']} tokens | parser {r['parser_version']} | "
+        f"chunker {r['chunker_version']} | model {r['model_version']} | run {r['run_id']}"
+    )
+
+
+def _source_page(raw: bytes, rows: list[dict[str, Any]]) -> str:
+    cuts = sorted({0, len(raw), *(r["byte_start"] for r in rows), *(r["byte_end"] for r in rows)})
+    ordered = sorted(rows, key=lambda r: (r["byte_start"], r["byte_end"]))
+    starts = defaultdict(list)
+    for r in ordered:
+        starts[r["byte_start"]].append(r["id"])
+    parts: list[str] = []
+    for a, b in itertools.pairwise(cuts):
+        parts += [f'<a class="anchor" id="chunk-{cid}"></a>' for cid in starts.get(a, [])]
+        text = html.escape(raw[a:b].decode("utf-8", errors="replace"))
+        inside = [(k, r) for k, r in enumerate(ordered) if r["byte_start"] <= a < r["byte_end"]]
+        if not inside:
+            parts.append(text)
+            continue
+        ids = " ".join(r["id"] for _, r in inside)
+        tip = html.escape("\n".join(_tip(r) for _, r in inside), quote=True)
+        alt = " alt" if inside[0][0] % 2 else ""
+        parts.append(f'<span class="c{alt}" data-c="{ids}" title="{tip}">{text}</span>')
+    return "<pre>" + "".join(parts) + "</pre>"
+
+
+def _paged_page(rows: list[dict[str, Any]]) -> str:
+    body = ["<table><tr><th>chunk</th><th>pages and boxes</th><th>text</th></tr>"]
+    for r in sorted(rows, key=lambda r: r["start"]):
+        where = "; ".join(f"p{p['page']} {[round(x, 1) for x in p['bbox']]}" for p in r["pages"] or [])
+        body.append(
+            f'<tr><td><a id="chunk-{r["id"]}"></a><span data-c="{r["id"]}" title="{html.escape(_tip(r))}">'
+            f"{r['id'][:16]}</span></td><td>{html.escape(where)}</td><td>{html.escape(r['text'])}</td></tr>"
+        )
+    return "".join(body) + "</table>"
+
+
+def _html(title: str, body: str) -> str:
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>{body}</body></html>"
+    )
+
+
+def write_report(index: TenantIndex, index_uri: str, out: Path, doc_ids: set[str] | None = None) -> Path:
+    """Write ``index.html`` and one page per document into ``out``; returns the index page."""
+    table = index.table()
+    rows = [] if table is None else table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist()
+    by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if doc_ids is None or r["doc_id"] in doc_ids:
+            by_doc[r["doc_id"]].append(r)
+    out.mkdir(parents=True, exist_ok=True)
+    blobs = BlobStore(index_uri)
+    links = []
+    for doc_id, doc_rows in sorted(by_doc.items()):
+        first = doc_rows[0]
+        if first["byte_start"] >= 0:
+            body = _source_page(blobs.get(index.tenant, first["revision"]), doc_rows)
+        else:
+            body = _paged_page(doc_rows)
+        head = (
+            f"<h1>{html.escape(doc_id)}</h1><p>{html.escape(first['uri'])} · revision "
+            f"<code>{first['revision']}</code> · {len(doc_rows)} chunks · model {first['model_version']}</p>"
+        )
+        (out / page_name(doc_id)).write_text(_html(doc_id, head + body), encoding="utf-8")
+        links.append(
+            f'<li><a href="{page_name(doc_id)}">{html.escape(doc_id)}</a> ({len(doc_rows)} chunks)</li>'
+        )
+    title = f"Lineage of tenant {index.tenant}"
+    page = out / "index.html"
+    page.write_text(_html(title, f"<h1>{html.escape(title)}</h1><ul>{''.join(links)}</ul>"), encoding="utf-8")
+    return page
+
+
+def provenance_sample(index: TenantIndex, doc_ids: set[str], n: int = 5) -> str:
+    """A Markdown table of a few chunks of ``doc_ids``: where each came from and what made it."""
+    table = index.table()
+    if table is None or not doc_ids:
+        return "no chunks changed"
+    rows = [
+        r
+        for r in table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist()
+        if r["doc_id"] in doc_ids
+    ]
+    lines = [
+        "| chunk | document | bytes / pages | parser | chunker | model | run |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(rows, key=lambda r: (r["doc_id"], r["start"]))[:n]:
+        where = (
+            f"{r['byte_start']}-{r['byte_end']}"
+            if r["byte_start"] >= 0
+            else f"{len(r['pages'] or [])} page(s)"
+        )
+        lines.append(
+            f"| `{r['id'][:12]}` | {r['doc_id']} @ {r['revision'][:8]} | {where} | {r['parser_version']} | "
+            f"{r['chunker_version']} | {r['model_version']} | {r['run_id']} |"
+        )
+    return "\n".join(lines)

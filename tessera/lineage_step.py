@@ -1,0 +1,14 @@
+"""After a publish: the run's lineage report (changed documents) and a provenance sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tessera.lineage_html import provenance_sample, write_report
+from tessera.run_context import RunContext
+
+
+def lineage_step(rc: RunContext) -> dict[str, Any]:
+    changed = set(rc.read("listing.json")["to_parse"])
+    page = write_report(rc.index, rc.config.store.uri, rc.workspace / "lineage", changed)
+    return {"report": str(page), "documents": len(changed), "sample": provenance_sample(rc.index, changed)}
