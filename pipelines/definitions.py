@@ -5,6 +5,7 @@ import os
 from dagster import Definitions
 
 from assets import EVALUATION_ASSETS, INDEXING_ASSETS, INDEXING_CHECKS, MAINTENANCE_ASSETS
+from pipelines.deployment import executor_from_env
 from pipelines.jobs import evaluate_chunking_job, index_tenant_job, maintain_index_job
 from pipelines.schedules import build_rebuild_schedule, index_maintenance_schedule
 from pipelines.sensors import source_change_sensor, tenant_partitions_sensor
@@ -32,6 +33,7 @@ def build_definitions(
     )
     source_resource = sources or ConfiguredSourceResource()
     return Definitions(
+        executor=executor_from_env(),
         assets=[*INDEXING_ASSETS, *EVALUATION_ASSETS, *MAINTENANCE_ASSETS],
         asset_checks=INDEXING_CHECKS,
         jobs=[index_tenant_job, evaluate_chunking_job, maintain_index_job],

@@ -15,6 +15,7 @@ from dagster import DagsterInstance
 
 from assets import tenant_partitions
 from pipelines.definitions import build_definitions
+from pipelines.deployment import storage_yaml
 from resources.embedder import FakeEmbedderResource, SentenceTransformerEmbedderResource
 from resources.runs import ALLOW_MASS_DELETE_TAG
 from tessera.cli import print_hits
@@ -52,7 +53,7 @@ def instance_home(default: str = ".tessera/dagster") -> Path:
     home = Path(os.environ.get("DAGSTER_HOME") or default).resolve()
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
-        (home / "dagster.yaml").write_text(DAGSTER_YAML, encoding="utf-8")
+        (home / "dagster.yaml").write_text(DAGSTER_YAML + storage_yaml(), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
