@@ -65,6 +65,7 @@ class Workspace:
         self.chunking: dict[str, Any] = {"max_tokens": 256, "target_tokens": 120, "overlap_tokens": 16}
         self.tenants: dict[str, dict[str, Any]] = {}
         self.embedder = HashEmbedder()
+        self.store_uri = "index"  # relative to the workspace, or s3://bucket/prefix
 
     def tenant(
         self,
@@ -87,7 +88,7 @@ class Workspace:
 
     def config(self) -> TesseraConfig:
         data = {
-            "store": {"uri": "index", "work_dir": "work"},
+            "store": {"uri": self.store_uri, "work_dir": "work"},
             "embedding": {
                 "model": "sentence-transformers/all-MiniLM-L6-v2",
                 "sha256": MODEL_SHA,

@@ -1,7 +1,10 @@
 """Raw source bytes, content-addressed by revision (sha256) next to the index.
 
 Citations, offset checks and lineage read the exact revision a chunk came from, even after
-the source changed or disappeared.
+the source changed or disappeared. A local index keeps them in ``<index>/_sources/<tenant>/``;
+an ``s3://bucket/prefix`` index keeps them under ``prefix/_sources/<tenant>/`` in the same
+bucket (same endpoint and credentials as the tables, see :func:`tessera.store.db.s3_storage_options`).
+Writes are atomic (rename locally; a single PUT on S3) and a read verifies the sha256.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from tessera.config import validate_tenant_id
 from tessera.errors import PublishError
@@ -17,17 +21,29 @@ from tessera.types import sha256_hex
 
 class BlobStore:
     def __init__(self, index_uri: str) -> None:
-        if "://" in index_uri:
-            raise PublishError(
-                f"source blobs for {index_uri!r} need a local path (object storage comes later)"
-            )
+        self.s3: Any = None
+        if index_uri.startswith("s3://"):
+            import boto3
+
+            bucket, _, prefix = index_uri[len("s3://") :].partition("/")
+            self.bucket, self.prefix = bucket, (prefix.strip("/") + "/_sources").lstrip("/")
+            endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+            self.s3 = boto3.client("s3", endpoint_url=endpoint)
+        elif "://" in index_uri:
+            raise PublishError(f"unsupported index URI {index_uri!r}: use a local path or s3://bucket/prefix")
         self.root = Path(index_uri) / "_sources"
 
     def path(self, tenant: str, revision: str) -> Path:
         return self.root / validate_tenant_id(tenant) / revision
 
+    def _key(self, tenant: str, revision: str) -> str:
+        return f"{self.prefix}/{validate_tenant_id(tenant)}/{revision}"
+
     def put(self, tenant: str, raw: bytes) -> str:
         revision = sha256_hex(raw)
+        if self.s3 is not None:
+            self.s3.put_object(Bucket=self.bucket, Key=self._key(tenant, revision), Body=raw)
+            return revision
         target = self.path(tenant, revision)
         if target.exists():
             return revision
@@ -39,7 +55,33 @@ class BlobStore:
         return revision
 
     def get(self, tenant: str, revision: str) -> bytes:
-        data = self.path(tenant, revision).read_bytes()
+        if self.s3 is not None:
+            data: bytes = self.s3.get_object(Bucket=self.bucket, Key=self._key(tenant, revision))[
+                "Body"
+            ].read()
+        else:
+            data = self.path(tenant, revision).read_bytes()
         if sha256_hex(data) != revision:
             raise PublishError(f"source blob {tenant}/{revision} is corrupt")
         return data
+
+    def purge(self, tenant: str) -> int:
+        """Delete every blob of the tenant; returns how many objects or files were removed."""
+        if self.s3 is None:
+            import shutil
+
+            folder = self.root / validate_tenant_id(tenant)
+            count = sum(1 for _ in folder.iterdir()) if folder.is_dir() else 0
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            return count
+        removed = 0
+        pages = self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=f"{self.prefix}/{validate_tenant_id(tenant)}/"
+        )
+        for page in pages:
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if keys:
+                self.s3.delete_objects(Bucket=self.bucket, Delete={"Objects": keys})
+                removed += len(keys)
+        return removed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from typing import Any
@@ -11,9 +12,34 @@ import lancedb
 from tessera.config import validate_tenant_id
 
 
+def s3_storage_options() -> dict[str, str]:
+    """Object-store options for ``s3://`` index URIs, from the standard AWS environment.
+
+    ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` selects an S3-compatible server (MinIO,
+    Ceph, a loopback server in tests; plain ``http://`` is allowed then), ``AWS_REGION`` or
+    ``AWS_DEFAULT_REGION`` the region. Credentials stay in the environment.
+    """
+    opts: dict[str, str] = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        opts["aws_endpoint"] = endpoint
+        if endpoint.startswith("http://"):
+            opts["allow_http"] = "true"
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        opts["aws_region"] = region
+    return opts
+
+
 @lru_cache(maxsize=16)
+def _connect(uri: str, options: tuple[tuple[str, str], ...]) -> Any:
+    return lancedb.connect(uri, storage_options=dict(options) or None)
+
+
 def connect(uri: str) -> Any:
-    return lancedb.connect(uri)
+    """The LanceDB database at ``uri``: a local folder, or ``s3://bucket/prefix``."""
+    options = tuple(sorted(s3_storage_options().items())) if uri.startswith("s3://") else ()
+    return _connect(uri, options)
 
 
 def chunks_table_name(tenant: str, model_key: str) -> str:

@@ -12,20 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from tessera.config import validate_tenant_id
+from tessera.store.active import active_table_name
 from tessera.store.blobs import BlobStore
 from tessera.store.db import list_tables, publications_table_name
 
 
 def purge_tenant(db: Any, index_uri: str, work_dir: Path, tenant: str) -> dict[str, Any]:
     validate_tenant_id(tenant)
-    mine = {publications_table_name(tenant)}
+    mine = {publications_table_name(tenant), active_table_name(tenant)}
     prefixes = (f"chunks__{tenant}__", f"embed_cache__{tenant}__")
     dropped = sorted(n for n in list_tables(db) if n in mine or n.startswith(prefixes))
     for name in dropped:
         db.drop_table(name)
     removed_paths = []
+    blobs = BlobStore(index_uri)
+    if blobs.purge(tenant):
+        removed_paths.append(f"{index_uri.rstrip('/')}/_sources/{tenant}")
     for path in (
-        BlobStore(index_uri).root / tenant,
         work_dir / tenant,
         work_dir / "_locks" / f"{tenant}.lock",
     ):
