@@ -145,3 +145,31 @@ def test_dagster_model_change_marks_a_new_data_version_and_cuts_over(ws: Workspa
     cut = second.output_for_node("active_model")
     assert cut["moved"] and cut["previous"] == HashEmbedder(version="1").identity.key
     assert cut["active"] == HashEmbedder(version="2").identity.key
+
+
+@pytest.mark.model
+def test_minilm_to_a_test_embedder_and_back(ws: Workspace) -> None:
+    """The bundled MiniLM as the active model, a deterministic test embedder as the new one."""
+    from tessera.config import EmbeddingConfig
+    from tessera.embedding.sentence import SentenceTransformerEmbedder
+
+    minilm = SentenceTransformerEmbedder(EmbeddingConfig(model="sentence-transformers/all-MiniLM-L6-v2"))
+    test_model = HashEmbedder(dimension=96, name="tessera/test-embedder", version="7")
+    ws.tenant("acme", DOCS)
+    first = ws.run("acme", "m1", embedder=minilm)
+    assert first["cutover"]["active"] == minilm.identity.key
+    assert _search(ws, minilm) == ["billing.md"]  # the real model answers
+
+    rc, steps = _build_without_cutover(ws, "acme", "m2", test_model)
+    assert steps["embed_step"]["cache_hits"] == 0 and steps["embed_step"]["embedded"] > 0
+    assert _search(ws, minilm) == ["billing.md"]  # still served by MiniLM during the backfill
+    with pytest.raises(ModelIdentityError, match=minilm.identity.key):
+        _search(ws, test_model)
+    assert cutover_step(rc, verify_step(rc)[0])["moved"]
+    with pytest.raises(ModelIdentityError, match=test_model.identity.key):
+        _search(ws, minilm)
+    assert _search(ws, test_model) == ["billing.md"]
+    ActivePointer(rc.db, "acme").rollback("back")
+    assert _search(ws, minilm) == ["billing.md"]
+    again = ws.run("acme", "m3", embedder=minilm)  # MiniLM's own cache: nothing embedded again
+    assert again["embed"]["embedded"] == 0
