@@ -18,5 +18,5 @@ def active_model(
     Runs only after the blocking ``published_index_integrity`` check passed.
     """
     rc = tenant_run.from_manifest(published_index, context.run_id)
-    summary = cutover_step(rc, verify_step(rc)[0])
+    summary = cutover_step(rc, verify_step(rc)[0], rc.serving)
     return Output(manifest(summary, rc.tenant, published_index["workspace_id"]), metadata=counts(summary))

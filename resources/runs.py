@@ -30,6 +30,7 @@ class TenantRunResource(ConfigurableResource):  # type: ignore[type-arg]
             connector=self.sources.connector(cfg.tenant(tenant)),
             workspace_id=workspace_id or run_id,
             allow_mass_delete=allow_mass_delete,
+            serving=tuple(self.embedder.get(c) for c in cfg.embedding.previous),
         )
 
     def from_manifest(

@@ -57,10 +57,12 @@ def _parse_time(value: str) -> datetime:
 def _cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.run import RunContext, run_tenant
 
-    embedder = make_embedder(cfg, args.fake_embedder)
+    embedder, *serving = make_embedders(cfg, args.fake_embedder)
     run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     for tenant in args.tenant or sorted(cfg.tenants):
-        rc = RunContext(cfg, tenant, run_id, embedder, allow_mass_delete=args.allow_mass_delete)
+        rc = RunContext(
+            cfg, tenant, run_id, embedder, allow_mass_delete=args.allow_mass_delete, serving=tuple(serving)
+        )
         summary = run_tenant(rc)
         print(json.dumps({"tenant": tenant, **summary}, default=str))
     return 0

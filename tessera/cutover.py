@@ -10,8 +10,11 @@ one commit (:mod:`tessera.store.active`). The first build of a tenant activates 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from tessera.embedding.base import Embedder
+from tessera.quality import cutover_gate
 from tessera.run_context import RunContext
 from tessera.store.active import ActivePointer
 from tessera.store.db import chunks_table_name, open_table
@@ -24,8 +27,10 @@ def _documents(rc: RunContext, model_key: str) -> set[str]:
     return set(table.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id").to_pylist())
 
 
-def cutover_step(rc: RunContext, problems: list[str]) -> dict[str, Any]:
-    """Activate this run's model for the tenant when it is verified and complete."""
+def cutover_step(rc: RunContext, problems: list[str], serving: Sequence[Embedder] = ()) -> dict[str, Any]:
+    """Activate this run's model for the tenant when it is verified, complete and, with a golden
+    set, not worse than the active model. ``serving``: embedders that may be the active model
+    (``embedding.previous``); the quality gate queries the active table with it."""
     key = rc.embedder.identity.key
     pointer = ActivePointer(rc.db, rc.tenant)
     current = pointer.get()
@@ -46,5 +51,14 @@ def cutover_step(rc: RunContext, problems: list[str]) -> dict[str, Any]:
         }
     if not built:
         return {**out, "reason": "the new table is empty"}
+    if current is not None and rc.config.tenant(rc.tenant).quality is not None:
+        active_embedder = next((e for e in serving if e.identity.key == current.model_key), None)
+        active_table = open_table(rc.db, chunks_table_name(rc.tenant, current.model_key))
+        if active_embedder is None or active_table is None:
+            return {**out, "reason": f"the quality gate needs the active model {current.model_key} "
+                    "(list it under embedding.previous)"}  # fmt: skip
+        gate = cutover_gate(rc, active_table, active_embedder)
+        if gate.status == "blocked":
+            return {**out, "reason": f"quality gate: {gate.reason}", "quality_gate": gate.as_dict()}
     moved = pointer.move(key, rc.run_id, "first build" if current is None else "backfill complete")
     return {**out, "active": moved.model_key, "moved": True, "previous": moved.previous_key}

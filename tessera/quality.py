@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from tessera.config_chunking import QualityGateConfig
+from tessera.embedding.base import Embedder
 from tessera.errors import EvaluationError
 from tessera.evaluation.chunking.corpus import Question, read_questions
 from tessera.evaluation.chunking.harness import EvalChunk, Retriever, code_points
@@ -86,14 +87,14 @@ def _recall(
     chunks: list[EvalChunk],
     vectors: np.ndarray,
     questions: list[Question],
-    rc: RunContext,
+    embedder: Embedder,
     q: QualityGateConfig,
 ) -> float:
     retriever = Retriever(chunks, vectors)
     try:
         scores = []
         for question in questions:
-            top = retriever.top(question.text, rc.embedder.embed_query(question.text), q.k, q.mode)
+            top = retriever.top(question.text, embedder.embed_query(question.text), q.k, q.mode)
             scores.append(score([chunks[i].span for i in top], question.references).recall)
     finally:
         retriever.close()
@@ -140,7 +141,7 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
     comparable = [x for x in questions if live_rev.get(x.corpus) == current[x.corpus]]
     left_out = len(questions) - len(comparable)
     if not live or not comparable:
-        candidate = _recall(cand_chunks, cand, questions, rc, q)
+        candidate = _recall(cand_chunks, cand, questions, rc.embedder, q)
         return GateResult(
             "passed",
             "no comparable published version",
@@ -151,12 +152,63 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
             left_out,
         )
     live_vecs = np.stack([np.asarray(r["vector"], np.float32) for r in live])
-    published = _recall([row_chunk(r) for r in live], live_vecs, comparable, rc, q)
-    candidate = _recall(cand_chunks, cand, comparable, rc, q)
+    published = _recall([row_chunk(r) for r in live], live_vecs, comparable, rc.embedder, q)
+    candidate = _recall(cand_chunks, cand, comparable, rc.embedder, q)
     drop = (published - candidate) / 100
     status = "blocked" if drop > q.max_recall_drop else "passed"
     reason = (
         f"recall@{q.k} {candidate:.1f} vs published {published:.1f} "
         f"(drop {drop:.1%}, allowed {q.max_recall_drop:.1%})"
     )
+    return GateResult(status, reason, candidate, published, q.max_recall_drop, len(questions), left_out)
+
+
+def _table_recall(
+    rc: RunContext, table: Any, embedder: Embedder, questions: list[Question], q: QualityGateConfig
+) -> float:
+    rows = table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist()
+    mapper = _Mapper(rc, {x.corpus for x in questions})
+    chunks = [
+        EvalChunk(
+            mapper.span(r["doc_id"], r["revision"], r["byte_start"], r["byte_end"]),
+            r["embedding_text"],
+            r["token_count"],
+        )
+        for r in rows
+    ]
+    return _recall(
+        chunks, np.stack([np.asarray(r["vector"], np.float32) for r in rows]), questions, embedder, q
+    )
+
+
+def cutover_gate(rc: RunContext, active_table: Any, active_embedder: Embedder) -> GateResult:
+    """Golden recall@k of the new model's table (``rc.index``) against the active model's table,
+    each queried with its own model: a backfill may not cut over to a worse model."""
+    q = rc.config.tenant(rc.tenant).quality
+    new_table = rc.index.table()
+    if q is None or new_table is None:
+        return GateResult("skipped", "no golden questions configured" if q is None else "no new table")
+    current = {d["doc_id"]: d["revision"] for d in rc.read("listing.json")["documents"]}
+    try:
+        questions = _questions(rc, q, current)
+    except EvaluationError as e:
+        return GateResult("blocked", f"golden set unusable: {e}", max_drop=q.max_recall_drop)
+
+    def revisions(table: Any) -> dict[str, str]:
+        rows = table.search().select(["doc_id", "revision"]).limit(None).to_arrow().to_pylist()
+        return {r["doc_id"]: r["revision"] for r in rows}
+
+    new_rev, old_rev = revisions(new_table), revisions(active_table)
+    comparable = [x for x in questions if new_rev.get(x.corpus) == old_rev.get(x.corpus) == current[x.corpus]]
+    left_out = len(questions) - len(comparable)
+    if not comparable:
+        return GateResult(
+            "passed", "no comparable question", None, None, q.max_recall_drop, len(questions), left_out
+        )
+    candidate = _table_recall(rc, new_table, rc.embedder, comparable, q)
+    published = _table_recall(rc, active_table, active_embedder, comparable, q)
+    drop = (published - candidate) / 100
+    status = "blocked" if drop > q.max_recall_drop else "passed"
+    reason = f"new model recall@{q.k} {candidate:.1f} vs active {published:.1f}"
+    reason += f" (allowed drop {q.max_recall_drop:.1%})"
     return GateResult(status, reason, candidate, published, q.max_recall_drop, len(questions), left_out)

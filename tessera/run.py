@@ -295,5 +295,5 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
         "embed": embed_step(rc),
         "publish": publish_step(rc),
     }
-    out["cutover"] = cutover_step(rc, verify_step(rc)[0])
+    out["cutover"] = cutover_step(rc, verify_step(rc)[0], rc.serving)
     return out

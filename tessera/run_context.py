@@ -35,6 +35,7 @@ class RunContext:
     counter: TokenCounter | None = None
     workspace_id: str = ""
     allow_mass_delete: bool = False
+    serving: tuple[Embedder, ...] = ()  # models that may be active (embedding.previous), for cutover
     sleep: Callable[[float], None] = time.sleep
     stats: dict[str, Any] = field(default_factory=dict)
 

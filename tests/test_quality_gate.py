@@ -175,3 +175,30 @@ def test_chunking_evaluation_asset(ws: Workspace, tmp_path: Path) -> None:
     assert meta["profiles"].value == 1
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["rows"][0]["name"] == "configured"
+
+
+def test_cutover_to_a_worse_model_is_refused_by_the_gate(ws: Workspace) -> None:
+    from tessera.embedding.fake import HashEmbedder
+    from tessera.store.active import ActivePointer
+
+    files = _corpus(ws)
+    _golden(ws, files)
+    ws.tenants["acme"]["quality"]["mode"] = "dense"
+    old, worse, same = (
+        HashEmbedder(64, version="1"),
+        HashEmbedder(2, version="tiny"),
+        HashEmbedder(64, version="2"),
+    )
+    assert ws.run("acme", "r1", embedder=old)["cutover"]["moved"]
+
+    blind = ws.run("acme", "r2", embedder=worse)  # no way to query the active model: no cutover
+    assert not blind["cutover"]["moved"] and "embedding.previous" in blind["cutover"]["reason"]
+    refused = ws.run("acme", "r3", embedder=worse, serving=(old,))
+    gate = refused["cutover"]["quality_gate"]
+    assert not refused["cutover"]["moved"] and refused["cutover"]["reason"].startswith("quality gate")
+    assert gate["status"] == "blocked" and gate["published_recall"] - gate["candidate_recall"] > 5.0
+    db = ws.context("acme").db
+    assert ActivePointer(db, "acme").get().model_key == old.identity.key  # type: ignore[union-attr]
+
+    accepted = ws.run("acme", "r4", embedder=same, serving=(old,))  # as good: it cuts over
+    assert accepted["cutover"]["moved"] and accepted["cutover"]["active"] == same.identity.key
