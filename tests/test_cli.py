@@ -100,3 +100,31 @@ def test_lineage_is_checked_field_by_field(project, ws, capsys) -> None:  # type
     assert info["parser_version"].startswith("markdown-it-py") and info["chunker_version"] == "structural/1"
     assert info["duplicates"] == []
     assert _cli(project, "lineage", "0" * 64, "--tenant", "acme") == 1
+
+
+def test_model_status_rollback_maintain_and_html_lineage(project, ws, capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tessera.embedding.fake import HashEmbedder
+    from tessera.store.active import ActivePointer
+
+    key = HashEmbedder().identity.key
+    assert _cli(project, "run", "--tenant", "acme", "--run-id", "r1") == 0
+    capsys.readouterr()
+    assert _cli(project, "model", "status", "--json") == 0
+    status = {s["tenant"]: s for s in json.loads(capsys.readouterr().out)}
+    assert status["acme"]["active"]["model"] == key and "pending" not in status["acme"]
+    assert status["globex"]["active"] is None and status["globex"]["pending"]["documents_built"] == 0
+    assert _cli(project, "model", "rollback", "--tenant", "acme") == 1  # nothing to roll back to
+    assert "no previous model" in capsys.readouterr().err
+    other = HashEmbedder(version="2")
+    ws.run("acme", "r2", embedder=other)  # a complete build of another model cuts over
+    ctx = ws.context("acme")
+    assert ActivePointer(ctx.db, "acme").get().model_key == other.identity.key  # type: ignore[union-attr]
+    assert _cli(project, "model", "rollback", "--tenant", "acme") == 0
+    assert json.loads(capsys.readouterr().out)["active"] == key
+    assert _cli(project, "maintain", "--tenant", "acme", "--keep-versions", "3") == 0
+    reports = json.loads(capsys.readouterr().out)
+    assert {r["tenant"] for r in reports} == {"acme"} and all(r["compacted"] for r in reports)
+    assert _cli(project, "lineage", "--tenant", "acme", "--html", str(tmp_path / "lin")) == 0
+    assert (tmp_path / "lin" / "index.html").exists() and "runbook.md" in (
+        tmp_path / "lin" / "index.html"
+    ).read_text()
