@@ -63,7 +63,14 @@ class ChunkContext:
 
     @property
     def config_hash(self) -> str:
-        return canonical_hash({"chunking": self.config.as_dict(), "tokenizer": self.counter.version})
+        """The profile, the tokenizer and every chunker's algorithm version: a new chunking
+        algorithm re-chunks every document on the next run (unchanged texts keep their vectors)."""
+        from tessera.chunking.registry import chunker_versions  # local: the registry imports this module
+
+        versions = chunker_versions()
+        return canonical_hash(
+            {"chunking": self.config.as_dict(), "tokenizer": self.counter.version, "chunkers": versions}
+        )
 
     def tokens(self, embedding_text: str) -> int:
         """Tokens the model sees for this embedding text: prefix and special tokens included."""

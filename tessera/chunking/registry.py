@@ -45,6 +45,12 @@ def available_chunkers() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def chunker_versions() -> dict[str, str]:
+    """Name -> algorithm version of every available chunker."""
+    _load_builtin()
+    return {name: factory().version for name, factory in sorted(_REGISTRY.items())}
+
+
 def get_chunker(name: str) -> Chunker:
     _load_builtin()
     try:

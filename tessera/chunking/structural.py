@@ -62,7 +62,7 @@ def _kind(block: Block | None) -> str:
 
 class StructuralChunker:
     name = "structural"
-    version = "structural/1"
+    version = "structural/2"  # 2: sentence-aware pieces packed to the target, inferred headings
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         pieces: list[Piece] = []
