@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -79,8 +79,21 @@ class RunContext:
             counter=self.counter,
             model_hash=self.embedder.identity.hash,
             document_prefix=self.embedder.identity.document_prefix,
-            embed=self.embedder.embed_documents,
+            embed=self._cached_embed,
         )
+
+    def _cached_embed(self, texts: Sequence[str]) -> Any:
+        """Embedding for chunkers (semantic): through the tenant's cache, so a rerun embeds nothing."""
+        from tessera.embedding.batching import RetryPolicy
+        from tessera.embedding.cache import EmbeddingCache, embed_with_cache
+
+        cfg = self.config.embedding
+        cache = EmbeddingCache(self.db, self.tenant, self.embedder.identity)
+        policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
+        vectors, _ = embed_with_cache(
+            self.embedder, cache, list(texts), cfg.batch_size, policy, sleep=self.sleep
+        )
+        return vectors
 
     def write(self, name: str, data: Any) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)

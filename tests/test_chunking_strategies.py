@@ -407,3 +407,19 @@ def test_token_counts_are_exact_without_full_recount(
             continue
         a0, a1 = bisect_left(starts, a.start), bisect_left(starts, a.end)
         assert a1 - a0 == size and a1 - bisect_left(starts, b.start) == overlap
+
+
+def test_semantic_sentence_vectors_come_from_the_cache_on_a_rerun(ws: Workspace) -> None:
+    sentences = [f"Topic {i} sentence about item{i} and thing{i}." for i in range(12)]
+    ws.tenant("acme", {"a.md": "# Notes\n\n" + " ".join(sentences) + "\n"})
+    ws.chunking = {"strategy": "semantic", "max_tokens": 128, "target_tokens": 64, "overlap_tokens": 0}
+    ws.run("acme", "r1")
+    first = sum(ws.embedder.calls)
+    assert first >= len(sentences)  # every sentence was embedded once
+    edited = [*sentences[:-1], "A brand new closing sentence appears here."]
+    (ws.root / "corpus" / "acme" / "a.md").write_text(
+        "# Notes\n\n" + " ".join(edited) + "\n", encoding="utf-8"
+    )
+    ws.run("acme", "r2")
+    again = sum(ws.embedder.calls) - first
+    assert 0 < again < len(sentences)  # only the new sentence and the changed chunks
