@@ -91,7 +91,9 @@ def check(parsed: ParsedDocument, chunks: list[Chunk], ctx: ChunkContext) -> Non
         assert ctx.tokens(c.embedding_text) == c.token_count <= ctx.config.max_tokens
         assert c.position == k and c.chunking_config_hash == ctx.config_hash
         assert c.prev_id == (chunks[k - 1].id if k else "")
-        if ctx.config.strategy != "structural":
+        if ctx.config.strategy in ("structural", "semantic"):  # breadcrumb + text
+            assert c.embedding_text.endswith(c.text)
+        else:
             assert c.embedding_text == c.text
     assert len({c.id for c in chunks}) == len(chunks)
     assert [c.start for c in chunks] == sorted(c.start for c in chunks)
@@ -117,8 +119,8 @@ def test_invariants_of_every_strategy(
     ctx = contexts[(strategy, *which)]
     try:
         parsed, chunks = chunk(text, ctx, eol)
-    except ChunkingError as e:  # only structural refuses, when a breadcrumb leaves no room
-        assert strategy == "structural" and "context" in str(e)
+    except ChunkingError as e:  # only the breadcrumb strategies refuse, when it leaves no room
+        assert strategy in ("structural", "semantic") and ("context" in str(e) or "breadcrumb" in str(e))
         return
     check(parsed, chunks, ctx)
     _, again = chunk(text, ctx, eol)

@@ -1,13 +1,14 @@
 """Strategy ``semantic``: cut where neighbouring sentences stop being similar.
 
-1. The document is split into sentences (:mod:`tessera.chunking.sentences`); a sentence
-   over the chunk size is first split into pieces with the recursive chunker's logic, so
-   every unit fits the model.
+1. The document is cut into heading sections (as the structural chunker does; each chunk's
+   ``embedding_text`` carries the section's breadcrumb), and each section into sentences
+   (:mod:`tessera.chunking.sentences`); a sentence over the chunk size is first split into
+   pieces with the recursive chunker's logic, so every unit fits the model.
 2. Every unit is embedded once through ``ctx.embed`` (the run's embedder; a missing hook is
    a :class:`ChunkingError`). For the boundary after unit ``i`` the mean of the ``window``
    units ending at ``i`` is compared with the mean of the ``window`` units after it; the
    cosine distance is ``1 - cos``.
-3. Cut where the distance is above the document's ``threshold`` percentile
+3. Cut where the distance (within a section) is above the document's ``threshold`` percentile
    (``threshold_kind: percentile``, ``numpy.percentile``) or above ``threshold``
    (``absolute``).
 4. A group under ``min_tokens`` is merged into the neighbour it is more similar to (the
@@ -23,15 +24,16 @@ prefix and special tokens included).
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
-from tessera.chunking.assemble import assemble
 from tessera.chunking.base import ChunkContext
+from tessera.chunking.headings import Section, sections
 from tessera.chunking.recursive import LINE, TokenIndex, atoms, fit, merge
 from tessera.chunking.sentences import sentence_spans
-from tessera.chunking.token import Span, plain_drafts, window_size
+from tessera.chunking.structural import Piece, breadcrumb, build_chunks, render
 from tessera.config_chunking import SemanticConfig
 from tessera.errors import ChunkingError
 from tessera.types import Chunk, ParsedDocument, SourceDocument
@@ -50,16 +52,6 @@ def boundary_distances(vectors: Floats, window: int) -> Floats:
     right /= np.maximum(np.linalg.norm(right, axis=1, keepdims=True), 1e-12)
     dist: Floats = 1.0 - np.einsum("ij,ij->i", left, right)
     return dist
-
-
-def cut_points(distances: Floats, cfg: SemanticConfig) -> list[int]:
-    """Boundaries (index ``i``: after unit ``i``) whose distance exceeds the threshold."""
-    if len(distances) == 0:
-        return []
-    limit = cfg.threshold
-    if cfg.threshold_kind == "percentile":
-        limit = float(np.percentile(distances, cfg.threshold))
-    return [int(i) for i in np.flatnonzero(distances > limit)]
 
 
 def merge_slivers(
@@ -93,47 +85,73 @@ def merge_slivers(
 
 
 class SemanticChunker:
+    """Semantic cuts inside heading sections, with the section's breadcrumb in ``embedding_text``
+    (as the structural chunker does): the percentile threshold is taken over the whole
+    document's distances, so a short section is cut only where the document's topics shift."""
+
     name = "semantic"
-    version = "semantic/1"
+    version = "semantic/2"
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
-        spans = self.spans(parsed.text, ctx)
-        drafts = plain_drafts(parsed, spans, "text", [("semantic",)] * len(spans))
-        return assemble(doc, parsed, ctx, drafts, self.version)
-
-    def spans(self, text: str, ctx: ChunkContext) -> list[Span]:
         if ctx.embed is None:
             raise ChunkingError(
                 "the semantic strategy needs an embedder: ChunkContext.embed is None "
                 "(pass embed=<Embedder>.embed_documents)"
             )
+        text = parsed.text
         idx = TokenIndex(text, ctx)
-        size, _ = window_size(ctx)
-        units: list[tuple[int, int]] = []
-        for s, e in sentence_spans(text):
-            units.extend(atoms(text, s, e, idx, size, LINE))
-        if not units:
-            return []
-        unit_tokens = [idx.count(s, e) for s, e in units]
-        distances: Floats = np.zeros(0)
-        cuts: list[int] = []
-        if len(units) > 1:
-            texts = [text[s:e] for s, e in units]
-            vectors = np.asarray(ctx.embed(texts), dtype=np.float64)
-            if vectors.shape[0] != len(texts):
-                raise ChunkingError(f"embedder returned {vectors.shape[0]} vectors for {len(texts)} texts")
-            ctx.stats.sentences_embedded += len(texts)
-            prefix = ctx.document_prefix
-            ctx.stats.embed_tokens += sum(ctx.counter.count_many([prefix + t for t in texts]))
-            distances = boundary_distances(vectors, ctx.config.semantic.window)
-            cuts = cut_points(distances, ctx.config.semantic)
-        bounds = [0, *(c + 1 for c in cuts), len(units)]
-        groups = list(itertools.pairwise(bounds))
-        tokens = [sum(unit_tokens[a:b]) for a, b in groups]
-        groups = merge_slivers(groups, tokens, distances, ctx.config.semantic.min_tokens, size)
-        chunks: list[tuple[int, int]] = []
-        for a, b in groups:
-            chunks.extend(merge(text, units[a:b], idx, size, 0))
+        plan: list[tuple[Section, ChunkContext, int, list[tuple[int, int]]]] = []
+        for sec in sections(parsed):
+            sctx = replace(
+                ctx, document_prefix=ctx.document_prefix + render(breadcrumb(sec.path, ctx), "", "")
+            )
+            size = min(ctx.config.target_tokens, ctx.config.max_tokens) - sctx.tokens("")
+            if size < 1:
+                raise ChunkingError(f"section {sec.anchor!r}: its breadcrumb leaves no room for text")
+            units = [
+                u
+                for s, e in sentence_spans(text, sec.start, sec.end)
+                for u in atoms(text, s, e, idx, size, LINE)
+            ]
+            if units:
+                plan.append((sec, sctx, size, units))
+        all_units = [u for *_, units in plan for u in units]
+        vectors = self._embed(text, all_units, ctx)
+        per_section, k = [], 0
+        for *_, units in plan:
+            per_section.append(boundary_distances(vectors[k : k + len(units)], ctx.config.semantic.window))
+            k += len(units)
+        limit = _threshold(per_section, ctx.config.semantic)
+        pieces: list[Piece] = []
+        for (sec, sctx, size, units), distances in zip(plan, per_section, strict=True):
+            cuts = [int(i) for i in np.flatnonzero(distances > limit)]
+            bounds = [0, *(c + 1 for c in cuts), len(units)]
+            groups = list(itertools.pairwise(bounds))
+            tokens = [idx.count(units[a][0], units[b - 1][1]) for a, b in groups]
+            groups = merge_slivers(groups, tokens, distances, ctx.config.semantic.min_tokens, size)
+            chunks = [c for a, b in groups for c in merge(text, units[a:b], idx, size, 0)]
+            ctx.stats.indexed_tokens += sum(idx.count(a, b) for a, b in chunks)
+            pieces += [
+                Piece(a, b, sec, "text", flags=("semantic",)) for a, b, _ in fit(text, chunks, sctx, idx)
+            ]
         ctx.stats.text_tokens += len(idx.starts)
-        ctx.stats.indexed_tokens += sum(idx.count(a, b) for a, b in chunks)
-        return fit(text, chunks, ctx, idx)
+        return build_chunks(doc, parsed, ctx, pieces, self.version)
+
+    @staticmethod
+    def _embed(text: str, units: list[tuple[int, int]], ctx: ChunkContext) -> Floats:
+        if len(units) < 2 or ctx.embed is None:
+            return np.zeros((len(units), 1))
+        texts = [text[s:e] for s, e in units]
+        vectors = np.asarray(ctx.embed(texts), dtype=np.float64)
+        if vectors.shape[0] != len(texts):
+            raise ChunkingError(f"embedder returned {vectors.shape[0]} vectors for {len(texts)} texts")
+        ctx.stats.sentences_embedded += len(texts)
+        ctx.stats.embed_tokens += sum(ctx.counter.count_many([ctx.document_prefix + t for t in texts]))
+        return vectors
+
+
+def _threshold(per_section: list[Floats], cfg: SemanticConfig) -> float:
+    distances = np.concatenate(per_section) if per_section else np.zeros(0)
+    if cfg.threshold_kind == "absolute" or len(distances) == 0:
+        return cfg.threshold if cfg.threshold_kind == "absolute" else float("inf")
+    return float(np.percentile(distances, cfg.threshold))
