@@ -21,19 +21,20 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# OCR for image-only PDF pages: Debian's tesseract, installed once, only when missing.
-ocr:
-	@command -v tesseract >/dev/null 2>&1 || { \
+# $(call apt_once,COMMAND,PACKAGES,WHAT IS LOST): install Debian packages once, only when
+# COMMAND is missing and we are root with apt-get; otherwise warn and go on.
+apt_once = @command -v $(1) >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
-	  else echo "warning: tesseract missing and cannot be installed here; OCR is disabled" >&2; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
+	  else echo "warning: $(1) missing and cannot be installed here; $(3)" >&2; fi; }
 
-# Headless Chromium for the lineage report's browser test: Debian's chromium, once, only when missing.
+# OCR for image-only PDF pages: Debian's tesseract.
+ocr:
+	$(call apt_once,tesseract,tesseract-ocr tesseract-ocr-eng,OCR is disabled)
+
+# Headless Chromium for the lineage report's browser test: Debian's chromium.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "warning: chromium missing and cannot be installed here; the browser test is skipped" >&2; fi; }
+	$(call apt_once,chromium,chromium,the browser test is skipped)
 
 run: $(STAMP)
 	$(BIN)/python -m pipelines.main --config examples/tessera.yaml

@@ -4,7 +4,6 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 
 from assets.partitions import tenant_partitions
 from resources.runs import TenantRunResource
-from tessera.store.db import list_tables
 from tessera.store.maintenance import maintain_tenant
 
 
@@ -15,10 +14,7 @@ def index_maintenance(
     """Compact the tenant's tables and prune old versions: every operator tag, the last 20
     publication tags and the last 10 versions stay. Holds the tenant's publish lock."""
     rc = tenant_run.context_for(context.partition_key, context.run_id)
-    names = [n for n in list_tables(rc.db) if n.startswith(f"chunks__{rc.tenant}__")]
-    reports = maintain_tenant(
-        rc.db, rc.config.store.work_dir, rc.tenant, names, keep_versions=10, keep_run_tags=20
-    )
+    reports = maintain_tenant(rc.db, rc.config.store.work_dir, rc.tenant, keep_versions=10, keep_run_tags=20)
     return MaterializeResult(
         metadata={
             "tables": len(reports),

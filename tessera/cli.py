@@ -26,13 +26,8 @@ from tessera.search.query import for_tenant
 
 
 def make_embedder(cfg: TesseraConfig, fake: bool) -> Embedder:
-    if fake:
-        from tessera.embedding.fake import HashEmbedder
-
-        return HashEmbedder()
-    from tessera.embedding.sentence import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder(cfg.embedding)
+    """The configured model (``embedding``), or the hash embedder with ``--fake-embedder``."""
+    return make_embedders(cfg, fake)[0]
 
 
 def print_hits(hits: Sequence[SearchHit]) -> None:

@@ -30,6 +30,7 @@ def make_embedders(cfg: TesseraConfig, fake: bool) -> list[Embedder]:
 def model_status(cfg: TesseraConfig, tenant: str, embedders: list[Embedder]) -> dict[str, Any]:
     from tessera.store.active import ActivePointer
     from tessera.store.db import chunks_table_name, connect, open_table
+    from tessera.store.index import document_revisions
 
     db = connect(cfg.store.uri)
     active = ActivePointer(db, tenant).get()
@@ -37,9 +38,7 @@ def model_status(cfg: TesseraConfig, tenant: str, embedders: list[Embedder]) -> 
 
     def docs(key: str) -> int | None:
         table = open_table(db, chunks_table_name(tenant, key))
-        if table is None:
-            return None
-        return len(set(table.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id").to_pylist()))
+        return None if table is None else len(document_revisions(table))
 
     keys = {e.identity.key for e in embedders} | ({active.model_key} if active else set())
     retained = sorted(k for k in keys if docs(k) is not None)
@@ -90,16 +89,15 @@ def cmd_model(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 def cmd_maintain(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from dataclasses import asdict
 
-    from tessera.store.db import connect, list_tables
+    from tessera.store.db import connect
     from tessera.store.maintenance import maintain_tenant
 
     db = connect(cfg.store.uri)
     out = []
     for tenant in [args.tenant] if args.tenant else sorted(cfg.tenants):
         cfg.tenant(tenant)
-        names = [n for n in list_tables(db) if n.startswith(f"chunks__{tenant}__")]
         keep = (args.keep_versions, args.keep_run_tags)
-        reports = maintain_tenant(db, cfg.store.work_dir, tenant, names, *keep)
+        reports = maintain_tenant(db, cfg.store.work_dir, tenant, None, *keep)
         out += [{"tenant": tenant, **asdict(r)} for r in reports]
     print(json.dumps(out, indent=2))
     return 0

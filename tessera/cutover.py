@@ -18,13 +18,12 @@ from tessera.quality import cutover_gate
 from tessera.run_context import RunContext
 from tessera.store.active import ActivePointer
 from tessera.store.db import chunks_table_name, open_table
+from tessera.store.index import document_revisions
 
 
 def _documents(rc: RunContext, model_key: str) -> set[str]:
     table = open_table(rc.db, chunks_table_name(rc.tenant, model_key))
-    if table is None:
-        return set()
-    return set(table.search().select(["doc_id"]).limit(None).to_arrow().column("doc_id").to_pylist())
+    return set() if table is None else set(document_revisions(table))
 
 
 def cutover_step(rc: RunContext, problems: list[str], serving: Sequence[Embedder] = ()) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from tessera.evaluation.chunking.corpus import Question, read_questions
 from tessera.evaluation.chunking.harness import EvalChunk, Retriever, code_points
 from tessera.evaluation.chunking.metrics import Span, score
 from tessera.run_context import RunContext
+from tessera.store.index import document_revisions
 from tessera.types import Chunk
 
 _COLUMNS = ["doc_id", "revision", "byte_start", "byte_end", "embedding_text", "token_count", "vector"]
@@ -82,6 +83,11 @@ class _Mapper:
         at = self.maps[revision]
         return Span(doc_id, at(b0), at(b1))
 
+    def chunk(self, row: dict[str, Any]) -> EvalChunk:
+        """A published row as an evaluation chunk."""
+        span = self.span(row["doc_id"], row["revision"], row["byte_start"], row["byte_end"])
+        return EvalChunk(span, row["embedding_text"], row["token_count"])
+
 
 def _recall(
     chunks: list[EvalChunk],
@@ -120,13 +126,9 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
     live = table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist() if table is not None else []
     live_rev = {r["doc_id"]: r["revision"] for r in live}
 
-    def row_chunk(r: dict[str, Any]) -> EvalChunk:
-        span = mapper.span(r["doc_id"], r["revision"], r["byte_start"], r["byte_end"])
-        return EvalChunk(span, r["embedding_text"], r["token_count"])
-
     vectors = np.load(rc.workspace / "vectors.npy")
     keep = [r for r in live if r["doc_id"] not in scope]
-    cand_chunks = [row_chunk(r) for r in keep] + [
+    cand_chunks = [mapper.chunk(r) for r in keep] + [
         EvalChunk(
             mapper.span(c.doc_id, c.revision, c.byte_start, c.byte_end), c.embedding_text, c.token_count
         )
@@ -152,7 +154,7 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
             left_out,
         )
     live_vecs = np.stack([np.asarray(r["vector"], np.float32) for r in live])
-    published = _recall([row_chunk(r) for r in live], live_vecs, comparable, rc.embedder, q)
+    published = _recall([mapper.chunk(r) for r in live], live_vecs, comparable, rc.embedder, q)
     candidate = _recall(cand_chunks, cand, comparable, rc.embedder, q)
     drop = (published - candidate) / 100
     status = "blocked" if drop > q.max_recall_drop else "passed"
@@ -168,14 +170,7 @@ def _table_recall(
 ) -> float:
     rows = table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist()
     mapper = _Mapper(rc, {x.corpus for x in questions})
-    chunks = [
-        EvalChunk(
-            mapper.span(r["doc_id"], r["revision"], r["byte_start"], r["byte_end"]),
-            r["embedding_text"],
-            r["token_count"],
-        )
-        for r in rows
-    ]
+    chunks = [mapper.chunk(r) for r in rows]
     return _recall(
         chunks, np.stack([np.asarray(r["vector"], np.float32) for r in rows]), questions, embedder, q
     )
@@ -194,11 +189,7 @@ def cutover_gate(rc: RunContext, active_table: Any, active_embedder: Embedder) -
     except EvaluationError as e:
         return GateResult("blocked", f"golden set unusable: {e}", max_drop=q.max_recall_drop)
 
-    def revisions(table: Any) -> dict[str, str]:
-        rows = table.search().select(["doc_id", "revision"]).limit(None).to_arrow().to_pylist()
-        return {r["doc_id"]: r["revision"] for r in rows}
-
-    new_rev, old_rev = revisions(new_table), revisions(active_table)
+    new_rev, old_rev = document_revisions(new_table), document_revisions(active_table)
     comparable = [x for x in questions if new_rev.get(x.corpus) == old_rev.get(x.corpus) == current[x.corpus]]
     left_out = len(questions) - len(comparable)
     if not comparable:

@@ -20,8 +20,6 @@ from tessera.checks import check_offsets, check_published, check_rows
 from tessera.chunking.dedup import Entry, dedupe
 from tessera.chunking.registry import chunker_for
 from tessera.cutover import cutover_step
-from tessera.embedding.batching import EmbedStats, RetryPolicy
-from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.errors import (
     ChunkingError,
     DocumentError,
@@ -170,14 +168,7 @@ def _chunks(rc: RunContext) -> list[Chunk]:
 
 def embed_step(rc: RunContext) -> dict[str, Any]:
     """Vectors for every staged chunk: cache hits reused, misses embedded in retried batches."""
-    chunks = _chunks(rc)
-    cfg = rc.config.embedding
-    cache = EmbeddingCache(rc.db, rc.tenant, rc.embedder.identity)
-    stats = EmbedStats()
-    policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
-    vectors, stats = embed_with_cache(
-        rc.embedder, cache, [c.embedding_text for c in chunks], cfg.batch_size, policy, stats, rc.sleep
-    )
+    vectors, stats = rc.embed_cached([c.embedding_text for c in _chunks(rc)])
     np.save(rc.workspace / "vectors.npy", vectors)
     summary = asdict(stats)
     summary.pop("failures")

@@ -14,6 +14,8 @@ from tessera.chunking.base import ChunkContext
 from tessera.chunking.tokens import TokenCounter, load_counter
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
+from tessera.embedding.batching import EmbedStats, RetryPolicy
+from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.embedding.model_files import model_dir
 from tessera.errors import ConfigError, PublishError
 from tessera.sources.base import SourceConnector
@@ -79,21 +81,15 @@ class RunContext:
             counter=self.counter,
             model_hash=self.embedder.identity.hash,
             document_prefix=self.embedder.identity.document_prefix,
-            embed=self._cached_embed,
+            embed=lambda texts: self.embed_cached(texts)[0],  # the semantic chunker's sentences
         )
 
-    def _cached_embed(self, texts: Sequence[str]) -> Any:
-        """Embedding for chunkers (semantic): through the tenant's cache, so a rerun embeds nothing."""
-        from tessera.embedding.batching import RetryPolicy
-        from tessera.embedding.cache import EmbeddingCache, embed_with_cache
-
+    def embed_cached(self, texts: Sequence[str]) -> tuple[Any, EmbedStats]:
+        """Vectors through the tenant's embedding cache: misses embedded in retried batches."""
         cfg = self.config.embedding
         cache = EmbeddingCache(self.db, self.tenant, self.embedder.identity)
         policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
-        vectors, _ = embed_with_cache(
-            self.embedder, cache, list(texts), cfg.batch_size, policy, sleep=self.sleep
-        )
-        return vectors
+        return embed_with_cache(self.embedder, cache, list(texts), cfg.batch_size, policy, sleep=self.sleep)
 
     def write(self, name: str, data: Any) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)

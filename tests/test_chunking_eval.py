@@ -126,11 +126,16 @@ def _corpus(root: Path, seed: int = 7) -> Path:
             rows.append(
                 {"question": f"{content} {name}{p}", "references": json.dumps([ref]), "corpus_id": name}
             )
-    with (root / "questions_df.csv").open("w", newline="", encoding="utf-8") as f:
+    write_questions(root / "questions_df.csv", rows)
+    return root
+
+
+def write_questions(path: Path, rows: list[dict[str, str]]) -> None:
+    """A questions file in the Chroma format: ``question,references(JSON),corpus_id``."""
+    with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, ["question", "references", "corpus_id"])
         w.writeheader()
         w.writerows(rows)
-    return root
 
 
 def test_corpus_references_are_validated(tmp_path: Path) -> None:
@@ -141,10 +146,7 @@ def test_corpus_references_are_validated(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     ref = json.loads(rows[0]["references"])[0]
     rows[0]["references"] = json.dumps([{**ref, "start_index": ref["start_index"] + 1}])
-    with (root / "questions_df.csv").open("w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, ["question", "references", "corpus_id"])
-        w.writeheader()
-        w.writerows(rows)
+    write_questions(root / "questions_df.csv", rows)
     with pytest.raises(EvaluationError, match="does not match"):
         load_corpus(root)
     with pytest.raises(EvaluationError, match="does not exist"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import random
 from pathlib import Path
@@ -60,15 +59,16 @@ def _corpus(ws: Workspace, seed: int = 3) -> dict[str, str]:
 
 
 def _golden(ws: Workspace, files: dict[str, str]) -> Path:
+    from .test_chunking_eval import write_questions
+
     path = ws.root / "golden.csv"
-    with path.open("w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, ["question", "references", "corpus_id"])
-        w.writeheader()
-        for doc, text in sorted(files.items()):
-            para = text.split("\n\n")[2]
-            start = text.index(para)
-            ref = {"content": para, "start_index": start, "end_index": start + len(para)}
-            w.writerow({"question": para, "references": json.dumps([ref]), "corpus_id": doc})
+    rows = []
+    for doc, text in sorted(files.items()):
+        para = text.split("\n\n")[2]
+        start = text.index(para)
+        ref = {"content": para, "start_index": start, "end_index": start + len(para)}
+        rows.append({"question": para, "references": json.dumps([ref]), "corpus_id": doc})
+    write_questions(path, rows)
     ws.tenants["acme"]["quality"] = {"questions": str(path), "k": 2, "max_recall_drop": 0.05}
     return path
 

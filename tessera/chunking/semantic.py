@@ -24,7 +24,6 @@ prefix and special tokens included).
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +32,7 @@ from tessera.chunking.base import ChunkContext
 from tessera.chunking.headings import Section, sections
 from tessera.chunking.recursive import LINE, TokenIndex, atoms, fit, merge
 from tessera.chunking.sentences import sentence_spans
-from tessera.chunking.structural import Piece, breadcrumb, build_chunks, render
+from tessera.chunking.structural import Piece, build_chunks, section_budget
 from tessera.config_chunking import SemanticConfig
 from tessera.errors import ChunkingError
 from tessera.types import Chunk, ParsedDocument, SourceDocument
@@ -102,12 +101,7 @@ class SemanticChunker:
         idx = TokenIndex(text, ctx)
         plan: list[tuple[Section, ChunkContext, int, list[tuple[int, int]]]] = []
         for sec in sections(parsed):
-            sctx = replace(
-                ctx, document_prefix=ctx.document_prefix + render(breadcrumb(sec.path, ctx), "", "")
-            )
-            size = min(ctx.config.target_tokens, ctx.config.max_tokens) - sctx.tokens("")
-            if size < 1:
-                raise ChunkingError(f"section {sec.anchor!r}: its breadcrumb leaves no room for text")
+            sctx, size = section_budget(sec, ctx)
             units = [
                 u
                 for s, e in sentence_spans(text, sec.start, sec.end)

@@ -78,12 +78,7 @@ class StructuralChunker:
         ``target_tokens`` with ``overlap_tokens`` of overlap; a table or fence that fits packs
         with the prose as one unbreakable atom, a bigger one is split by rows or lines."""
         text = parsed.text
-        crumb = breadcrumb(sec.path, ctx)
-        head = render(crumb, "", "")
-        sctx = replace(ctx, document_prefix=ctx.document_prefix + head)  # budget with the breadcrumb
-        size = min(ctx.config.target_tokens, ctx.config.max_tokens) - sctx.tokens("")
-        if size < 1:
-            raise ChunkingError(f"section {sec.anchor!r}: its breadcrumb leaves no room for text")
+        sctx, size = section_budget(sec, ctx)
         overlap = min(ctx.config.overlap_tokens, size - 1)
         out: list[Piece] = []
         run: list[tuple[int, int]] = []
@@ -157,6 +152,16 @@ def _table(
     if text[end:e].strip():
         out.extend(_windowed(text, end, e, sec, crumb, ctx))
     return out
+
+
+def section_budget(sec: Section, ctx: ChunkContext) -> tuple[ChunkContext, int]:
+    """The context of a section's chunks (its breadcrumb joins the document prefix, so counts
+    include it) and the content tokens a chunk may hold: the target, within ``max_tokens``."""
+    sctx = replace(ctx, document_prefix=ctx.document_prefix + render(breadcrumb(sec.path, ctx), "", ""))
+    size = min(ctx.config.target_tokens, ctx.config.max_tokens) - sctx.tokens("")
+    if size < 1:
+        raise ChunkingError(f"section {sec.anchor!r}: its breadcrumb leaves no room for text")
+    return sctx, size
 
 
 def breadcrumb(path: tuple[str, ...], ctx: ChunkContext) -> str:

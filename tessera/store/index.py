@@ -64,6 +64,12 @@ def _in_list(values: list[str]) -> str:
     return ", ".join(sql_str(v) for v in values)
 
 
+def document_revisions(table: Any) -> dict[str, str]:
+    """``doc_id -> revision`` of every document a chunks table holds."""
+    data = table.search().select(["doc_id", "revision"]).limit(None).to_arrow()
+    return dict(zip(data.column("doc_id").to_pylist(), data.column("revision").to_pylist(), strict=True))
+
+
 class TenantIndex:
     def __init__(self, db: Any, tenant: str, model_key: str, dimension: int) -> None:
         self.db = db

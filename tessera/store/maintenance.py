@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tessera.store.db import open_table
+from tessera.config import validate_tenant_id
+from tessera.store.db import list_tables, open_table
 from tessera.store.lock import tenant_lock
 
 _MARGIN = timedelta(milliseconds=100)
@@ -67,11 +68,13 @@ def maintain_tenant(
     db: Any,
     work_dir: Path,
     tenant: str,
-    table_names: list[str],
+    table_names: list[str] | None = None,
     keep_versions: int = 10,
     keep_run_tags: int = 20,
 ) -> list[MaintenanceReport]:
-    """Maintain each of the tenant's tables (one per model) under the tenant's publish lock."""
+    """Maintain the tenant's tables (default: every model's) under the tenant's publish lock."""
+    if table_names is None:
+        table_names = [n for n in list_tables(db) if n.startswith(f"chunks__{validate_tenant_id(tenant)}__")]
     out = []
     with tenant_lock(work_dir / "_locks", tenant):
         for name in table_names:
