@@ -88,3 +88,26 @@ def test_a_table_from_an_older_release_gets_the_new_columns(ws) -> None:  # type
     assert out["publish"]["committed"]
     rows = ws.rows("acme")
     assert {"dup_group", "dup_bands"} <= set(rows[0]) and all(r["dup_group"] for r in rows)
+
+
+def test_create_or_open_survives_another_process_creating_the_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import lancedb
+    import pyarrow as pa
+
+    from tessera.store.db import create_or_open
+
+    real = lancedb.connect(str(tmp_path))
+    schema = pa.schema([pa.field("k", pa.string())])
+
+    class Racing:  # the table appears between our "does it exist?" and our create
+        def open_table(self, name: str):  # type: ignore[no-untyped-def]
+            return real.open_table(name)
+
+        def create_table(self, name: str, data, schema):  # type: ignore[no-untyped-def]
+            real.create_table(name, data=pa.table({"k": ["theirs"]}, schema=schema), schema=schema)
+            return real.create_table(name, data=data, schema=schema)
+
+    table = create_or_open(Racing(), "t", pa.table({"k": ["ours"]}, schema=schema), schema)
+    assert table is not None and table.to_arrow().column("k").to_pylist() == ["theirs"]
+    assert create_or_open(real, "u", pa.table({"k": ["ours"]}, schema=schema), schema) is None
+    assert real.open_table("u").to_arrow().column("k").to_pylist() == ["ours"]

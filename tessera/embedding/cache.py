@@ -16,7 +16,7 @@ import pyarrow as pa
 from tessera.embedding.base import Embedder, Vectors
 from tessera.embedding.batching import EmbedStats, RetryPolicy, embed_batches
 from tessera.embedding.identity import ModelIdentity
-from tessera.store.db import cache_table_name, open_table, sql_str
+from tessera.store.db import cache_table_name, create_or_open, open_table, sql_str
 from tessera.types import sha256_hex
 
 _LOOKUP_BATCH = 2000
@@ -71,11 +71,9 @@ class EmbeddingCache:
             },
             schema=self.schema,
         )
-        table = open_table(self._db, self.name)
-        if table is None:
-            self._db.create_table(self.name, data=data, schema=self.schema)
-            return
-        table.merge_insert("key").when_not_matched_insert_all().execute(data)
+        table = create_or_open(self._db, self.name, data, self.schema)
+        if table is not None:
+            table.merge_insert("key").when_not_matched_insert_all().execute(data)
 
     def count(self) -> int:
         table = open_table(self._db, self.name)

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from tessera.config import validate_tenant_id
 from tessera.errors import PublishError
-from tessera.store.db import chunks_table_name, open_table
+from tessera.store.db import chunks_table_name, create_or_open, open_table
 
 _SCHEMA = pa.schema(
     [
@@ -75,10 +75,8 @@ class ActivePointer:
             at_us=int(time.time() * 1e6),
         )
         data = pa.Table.from_pylist([row.__dict__], schema=_SCHEMA)
-        pointer = open_table(self.db, self.name)
-        if pointer is None:
-            self.db.create_table(self.name, data=data, schema=_SCHEMA)
-        else:
+        pointer = create_or_open(self.db, self.name, data, _SCHEMA)
+        if pointer is not None:
             pointer.add(data)
         return row
 

@@ -64,6 +64,22 @@ def open_table(db: Any, name: str) -> Any | None:
         raise
 
 
+def create_or_open(db: Any, name: str, data: Any, schema: Any) -> Any | None:
+    """Create table ``name`` holding ``data`` (one commit); if it exists, even because another
+    process created it a moment ago, return it instead so the caller adds ``data`` itself.
+    Returns None when ``data`` went into a new table."""
+    table = open_table(db, name)
+    if table is not None:
+        return table
+    try:
+        db.create_table(name, data=data, schema=schema)
+        return None
+    except ValueError as e:
+        if "already exists" not in str(e):
+            raise
+        return db.open_table(name)
+
+
 def list_tables(db: Any) -> list[str]:
     names: list[str] = []
     token = None

@@ -15,7 +15,14 @@ from typing import Any
 import pyarrow as pa
 
 from tessera.errors import PublishError
-from tessera.store.db import chunks_table_name, open_table, publications_table_name, sql_str, tag_for_run
+from tessera.store.db import (
+    chunks_table_name,
+    create_or_open,
+    open_table,
+    publications_table_name,
+    sql_str,
+    tag_for_run,
+)
 from tessera.store.indexes import ensure_indexes
 from tessera.store.schema import chunk_schema
 
@@ -212,10 +219,8 @@ class TenantIndex:
             schema=_PUB_SCHEMA,
         )
         name = publications_table_name(self.tenant)
-        table = open_table(self.db, name)
-        if table is None:
-            self.db.create_table(name, data=record, schema=_PUB_SCHEMA)
-        else:
+        table = create_or_open(self.db, name, record, _PUB_SCHEMA)
+        if table is not None:
             table.add(record)
 
     def publications(self) -> list[dict[str, Any]]:
