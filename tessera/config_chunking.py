@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tessera.config_values import check_keys, choice, integer, mapping, number, string
+from tessera.config_values import boolean, check_keys, choice, integer, mapping, number, string
 from tessera.errors import ConfigError
 
 
@@ -62,12 +62,19 @@ class DedupConfig:
 @dataclass(frozen=True)
 class ChunkingConfig:
     """The default is the profile ``tessera eval chunking`` recommended on the Chroma corpora
-    (``docs/eval/chunking/report.json``); a test keeps the two equal."""
+    (``docs/eval/chunking/report.json``); a test keeps the two equal.
+
+    ``sentence_vectors``: besides the chunk's own vector, each sentence of a prose chunk is
+    embedded with the chunk's breadcrumb (``tessera.chunking.probes``); dense search scores a
+    chunk by its vector and its best sentence (``tessera.search.fusion``). It changes what is
+    indexed, so it is part of the profile and of every chunk id.
+    """
 
     strategy: str = "structural"
     max_tokens: int = 256
-    target_tokens: int = 152
+    target_tokens: int = 144
     overlap_tokens: int = 0
+    sentence_vectors: bool = True
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
 
@@ -77,6 +84,7 @@ class ChunkingConfig:
             "max_tokens": self.max_tokens,
             "target_tokens": self.target_tokens,
             "overlap_tokens": self.overlap_tokens,
+            "sentence_vectors": self.sentence_vectors,
         }
         if self.strategy == "semantic":
             out["semantic"] = self.semantic.as_dict()
@@ -101,7 +109,8 @@ class QualityGateConfig:
 
 
 def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingConfig:
-    check_keys(data, key, {"strategy", "max_tokens", "target_tokens", "overlap_tokens", "semantic", "dedup"})
+    profile_keys = {"strategy", "max_tokens", "target_tokens", "overlap_tokens", "sentence_vectors"}
+    check_keys(data, key, profile_keys | {"semantic", "dedup"})
     max_tokens = integer(data, "max_tokens", key, 256, 16, 8192)
     target = integer(data, "target_tokens", key, min(ChunkingConfig.target_tokens, max_tokens), 8, max_tokens)
     overlap = integer(data, "overlap_tokens", key, ChunkingConfig.overlap_tokens, 0, target - 1)
@@ -130,7 +139,8 @@ def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingCo
         shingle=integer(dd, "shingle", dkey, 5, 1, 32),
         permutations=integer(dd, "permutations", dkey, 64, 16, 512),
     )
-    return ChunkingConfig(strategy, max_tokens, target, overlap, semantic, dedup)
+    sentence_vectors = boolean(data, "sentence_vectors", key, ChunkingConfig.sentence_vectors)
+    return ChunkingConfig(strategy, max_tokens, target, overlap, sentence_vectors, semantic, dedup)
 
 
 def parse_quality(data: object, key: str, base: Path) -> QualityGateConfig | None:

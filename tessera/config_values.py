@@ -43,6 +43,13 @@ def number(data: Mapping[str, Any], name: str, key: str, default: float, lo: flo
     return float(value)
 
 
+def boolean(data: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
+    value = data.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}.{name}", f"expected true or false, got {value!r}")
+    return value
+
+
 def choice(data: Mapping[str, Any], name: str, key: str, default: str, allowed: tuple[str, ...]) -> str:
     value = data.get(name, default)
     if value not in allowed:

@@ -37,6 +37,8 @@ class Lineage:
     tokenizer_version: str
     model_version: str
     token_count: int
+    sentence_vectors: int
+    """How many sentence vectors the chunk has besides its own (``chunking.sentence_vectors``)."""
     run_id: str
     partition: str
     first_published_version: int | None
@@ -91,6 +93,7 @@ def lineage(index: TenantIndex, index_uri: str, chunk_id: str) -> Lineage:
         tokenizer_version=r["tokenizer_version"],
         model_version=r["model_version"],
         token_count=r["token_count"],
+        sentence_vectors=len(r.get("sentence_vectors") or []),
         run_id=r["run_id"],
         partition=index.tenant,
         first_published_version=min((p["table_version"] for p in pubs), default=None),

@@ -28,6 +28,7 @@ from tessera.evaluation.chunking.corpus import Question, read_questions
 from tessera.evaluation.chunking.harness import EvalChunk, Retriever, code_points
 from tessera.evaluation.chunking.metrics import Span, score
 from tessera.run_context import RunContext
+from tessera.search.fusion import SentenceVectors
 from tessera.store.index import document_revisions
 from tessera.types import Chunk
 
@@ -89,14 +90,24 @@ class _Mapper:
         return EvalChunk(span, row["embedding_text"], row["token_count"])
 
 
+def _live_rows(table: Any) -> list[dict[str, Any]]:
+    """Every row of a published table with what the gate needs (sentence vectors when stored)."""
+    cols = _COLUMNS + (["sentence_vectors"] if "sentence_vectors" in table.schema.names else [])
+    rows: list[dict[str, Any]] = table.search().select(cols).limit(None).to_arrow().to_pylist()
+    return rows
+
+
 def _recall(
     chunks: list[EvalChunk],
     vectors: np.ndarray,
+    sentences: list[Any],
     questions: list[Question],
     embedder: Embedder,
     q: QualityGateConfig,
 ) -> float:
-    retriever = Retriever(chunks, vectors)
+    """Golden recall@k of one snapshot; ``sentences``: each chunk's sentence vectors or None."""
+    has = any(m is not None for m in sentences)
+    retriever = Retriever(chunks, vectors, SentenceVectors.of(sentences, vectors.shape[1]) if has else None)
     try:
         scores = []
         for question in questions:
@@ -123,10 +134,11 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
         return GateResult("blocked", f"golden set unusable: {e}", max_drop=q.max_recall_drop)
     mapper = _Mapper(rc, {x.corpus for x in questions})
     table = rc.index.table()
-    live = table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist() if table is not None else []
+    live = _live_rows(table) if table is not None else []
     live_rev = {r["doc_id"]: r["revision"] for r in live}
 
     vectors = np.load(rc.workspace / "vectors.npy")
+    staged_sentences = rc.staged_sentences(len(staged)) or [None] * len(staged)
     keep = [r for r in live if r["doc_id"] not in scope]
     cand_chunks = [mapper.chunk(r) for r in keep] + [
         EvalChunk(
@@ -137,13 +149,15 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
     ]
     cand_vecs = [np.asarray(r["vector"], np.float32) for r in keep]
     cand_vecs += [vectors[i] for i, c in enumerate(staged) if c.doc_id in scope]
+    cand_sents = [r.get("sentence_vectors") for r in keep]
+    cand_sents += [staged_sentences[i] for i, c in enumerate(staged) if c.doc_id in scope]
     if not cand_chunks:
         return GateResult("blocked", "the candidate has no chunks", max_drop=q.max_recall_drop)
     cand = np.stack(cand_vecs)
     comparable = [x for x in questions if live_rev.get(x.corpus) == current[x.corpus]]
     left_out = len(questions) - len(comparable)
     if not live or not comparable:
-        candidate = _recall(cand_chunks, cand, questions, rc.embedder, q)
+        candidate = _recall(cand_chunks, cand, cand_sents, questions, rc.embedder, q)
         return GateResult(
             "passed",
             "no comparable published version",
@@ -154,8 +168,9 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
             left_out,
         )
     live_vecs = np.stack([np.asarray(r["vector"], np.float32) for r in live])
-    published = _recall([mapper.chunk(r) for r in live], live_vecs, comparable, rc.embedder, q)
-    candidate = _recall(cand_chunks, cand, comparable, rc.embedder, q)
+    live_sents = [r.get("sentence_vectors") for r in live]
+    published = _recall([mapper.chunk(r) for r in live], live_vecs, live_sents, comparable, rc.embedder, q)
+    candidate = _recall(cand_chunks, cand, cand_sents, comparable, rc.embedder, q)
     drop = (published - candidate) / 100
     status = "blocked" if drop > q.max_recall_drop else "passed"
     reason = (
@@ -168,12 +183,11 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
 def _table_recall(
     rc: RunContext, table: Any, embedder: Embedder, questions: list[Question], q: QualityGateConfig
 ) -> float:
-    rows = table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist()
+    rows = _live_rows(table)
     mapper = _Mapper(rc, {x.corpus for x in questions})
     chunks = [mapper.chunk(r) for r in rows]
-    return _recall(
-        chunks, np.stack([np.asarray(r["vector"], np.float32) for r in rows]), questions, embedder, q
-    )
+    vectors = np.stack([np.asarray(r["vector"], np.float32) for r in rows])
+    return _recall(chunks, vectors, [r.get("sentence_vectors") for r in rows], questions, embedder, q)
 
 
 def cutover_gate(rc: RunContext, active_table: Any, active_embedder: Embedder) -> GateResult:

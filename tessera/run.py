@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from tessera.checks import check_offsets, check_published, check_rows
 from tessera.chunking.dedup import Entry, dedupe
+from tessera.chunking.probes import sentence_probes
 from tessera.chunking.registry import chunker_for
 from tessera.cutover import cutover_step
 from tessera.errors import (
@@ -30,7 +31,7 @@ from tessera.errors import (
 from tessera.listing import guard_status, list_step
 from tessera.parsing.base import parse_document
 from tessera.quality import GateResult, quality_gate
-from tessera.run_context import RunContext
+from tessera.run_context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.serde import (
     chunk_from_json,
     chunk_to_json,
@@ -167,12 +168,24 @@ def _chunks(rc: RunContext) -> list[Chunk]:
 
 
 def embed_step(rc: RunContext) -> dict[str, Any]:
-    """Vectors for every staged chunk: cache hits reused, misses embedded in retried batches."""
-    vectors, stats = rc.embed_cached([c.embedding_text for c in _chunks(rc)])
+    """Vectors for every staged chunk, and with ``sentence_vectors`` for every sentence probe
+    (``tessera.chunking.probes``): cache hits reused, misses embedded in retried batches."""
+    chunks = _chunks(rc)
+    vectors, stats = rc.embed_cached([c.embedding_text for c in chunks])
     np.save(rc.workspace / "vectors.npy", vectors)
-    summary = asdict(stats)
+    summary: dict[str, Any] = asdict(stats)
     summary.pop("failures")
     summary["model_version"] = rc.embedder.identity.key
+    if rc.config.chunking.sentence_vectors:
+        probes = [sentence_probes(c.text, c.embedding_text, c.kind) for c in chunks]
+        flat, sstats = rc.embed_cached([p for ps in probes for p in ps])
+        np.save(rc.workspace / SENTENCE_VECTORS, flat)
+        np.save(rc.workspace / SENTENCE_COUNTS, np.asarray([len(p) for p in probes], np.int64))
+        summary["sentences"] = {
+            key: getattr(sstats, key)
+            for key in ("texts", "unique", "cache_hits", "embedded", "batches", "retries")
+        }
+        summary["sentences"]["seconds"] = round(sstats.seconds, 3)
     return summary
 
 
@@ -207,7 +220,8 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     chunks, dedup = _staged(rc)
     vectors = np.load(rc.workspace / "vectors.npy")
     ident = rc.embedder.identity
-    rows = build_rows(chunks, docs, vectors, ident.key, rc.run_id, ident.dimension, dedup)
+    sentences = rc.staged_sentences(len(chunks))
+    rows = build_rows(chunks, docs, vectors, ident.key, rc.run_id, ident.dimension, dedup, sentences)
     problems = check_rows(rows, rc.tenant, ident.dimension)
     problems += check_offsets(
         rows.select(
@@ -253,7 +267,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         "table": rc.index.name,
     }
     rc.write("publish.json", summary)
-    for heavy in ("parsed", "chunks.jsonl", "vectors.npy"):
+    for heavy in ("parsed", "chunks.jsonl", "vectors.npy", SENTENCE_VECTORS, SENTENCE_COUNTS):
         path = rc.workspace / heavy
         if path.is_dir():
             shutil.rmtree(path)

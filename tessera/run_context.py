@@ -10,6 +10,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.tokens import TokenCounter, load_counter
 from tessera.config import TesseraConfig
@@ -18,11 +20,16 @@ from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.embedding.model_files import model_dir
 from tessera.errors import ConfigError, PublishError
+from tessera.search.fusion import split
 from tessera.sources.base import SourceConnector
 from tessera.sources.registry import connector_for
 from tessera.store.blobs import BlobStore
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
+
+SENTENCE_VECTORS = "sentence_vectors.npy"
+SENTENCE_COUNTS = "sentence_counts.npy"
+"""Workspace files of the embed step: stacked sentence vectors and each chunk's count."""
 
 
 @dataclass
@@ -90,6 +97,16 @@ class RunContext:
         cache = EmbeddingCache(self.db, self.tenant, self.embedder.identity)
         policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
         return embed_with_cache(self.embedder, cache, list(texts), cfg.batch_size, policy, sleep=self.sleep)
+
+    def staged_sentences(self, chunks: int) -> list[Any] | None:
+        """Each staged chunk's sentence vectors (None per chunk without), as the embed step
+        wrote them; None when it wrote none (``sentence_vectors`` off)."""
+        if not (self.workspace / SENTENCE_COUNTS).exists():
+            return None
+        counts = np.load(self.workspace / SENTENCE_COUNTS)
+        if len(counts) != chunks:
+            raise PublishError(f"{len(counts)} sentence vector counts for {chunks} staged chunks")
+        return split(np.load(self.workspace / SENTENCE_VECTORS), [int(n) for n in counts])
 
     def write(self, name: str, data: Any) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)

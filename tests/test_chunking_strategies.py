@@ -67,7 +67,7 @@ any_text = st.one_of(document, prose)
 
 def make_ctx(counter: TokenCounter, key: Key) -> ChunkContext:
     strategy, m, t, o, prefix = key
-    cfg = ChunkingConfig(strategy, m, t, o, SemanticConfig(min_tokens=min(8, t)))
+    cfg = ChunkingConfig(strategy, m, t, o, semantic=SemanticConfig(min_tokens=min(8, t)))
     return ChunkContext(cfg, counter, "test-model", prefix, embed=HashEmbedder().embed_documents)
 
 
@@ -234,7 +234,7 @@ def test_semantic_with_the_real_model_is_deterministic(counter: TokenCounter) ->
     from tessera.embedding.sentence import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder(EmbeddingConfig(model="sentence-transformers/all-MiniLM-L6-v2"))
-    cfg = ChunkingConfig("semantic", 256, 200, 0, SemanticConfig("absolute", 0.5, 1, 8))
+    cfg = ChunkingConfig("semantic", 256, 200, 0, semantic=SemanticConfig("absolute", 0.5, 1, 8))
     ctx = ChunkContext(cfg, counter, embedder.identity.hash, embed=embedder.embed_documents)
     cooking = (
         "Boil the pasta in salted water. Drain it and add the tomato sauce. Serve with basil and cheese."

@@ -326,15 +326,19 @@ def test_transient_embedding_failure_retries_only_that_batch(ws: Any) -> None:
     out = ws.run("acme", "r1", embedder=flaky)
 
     assert out["publish"]["committed"] is True
-    assert out["embed"]["retries"] == 1
-    assert out["embed"]["batches"] == len(flaky.calls) > 1
+    embed, sentences = out["embed"], out["embed"]["sentences"]
+    # the chunk batch and the sentence batch holding "kaboom" each failed once and were retried
+    assert embed["retries"] == 1 and sentences["retries"] == 1
+    assert sentences["texts"] > 0  # each section's paragraph is a sentence probe
+    assert embed["batches"] + sentences["batches"] == len(flaky.calls) > 2
     failing = [k for k in flaky.calls if any("kaboom" in t for t in k)]
-    assert len(failing) == 1
-    assert flaky.calls[failing[0]] == 2
-    assert sum(flaky.calls.values()) == len(flaky.calls) + 1
+    assert len(failing) == 2
+    assert all(flaky.calls[k] == 2 for k in failing)
+    assert sum(flaky.calls.values()) == len(flaky.calls) + 2
     # every batch that reached the model counted once, and each unique text embedded once
-    assert sum(len(k) for k in flaky.calls) == out["embed"]["unique"]
-    assert cache_state(ws, "acme")[0] == out["embed"]["unique"]
+    unique = embed["unique"] + sentences["unique"]
+    assert sum(len(k) for k in flaky.calls) == unique
+    assert cache_state(ws, "acme")[0] == unique
 
 
 def test_permanent_embedding_error_is_not_retried(ws: Any) -> None:
@@ -366,7 +370,9 @@ def test_new_model_version_gets_separate_tables(ws: Any) -> None:
     assert second["listing"]["changed"] == 2
     assert second["embed"]["cache_hits"] == 0
     assert second["embed"]["embedded"] == first["embed"]["unique"]
-    assert v2.calls and sum(v2.calls) == first["embed"]["unique"]
+    assert second["embed"]["sentences"]["cache_hits"] == 0
+    assert second["embed"]["sentences"]["embedded"] == first["embed"]["sentences"]["unique"] > 0
+    assert v2.calls and sum(v2.calls) == first["embed"]["unique"] + first["embed"]["sentences"]["unique"]
     assert second["publish"]["table"] == f"chunks__acme__{v2.identity.key}"
     assert first["publish"]["table"] == f"chunks__acme__{v1.identity.key}"
 
@@ -377,8 +383,9 @@ def test_new_model_version_gets_separate_tables(ws: Any) -> None:
         f"embed_cache__acme__{v1.identity.key}",
         f"embed_cache__acme__{v2.identity.key}",
     } <= tables
-    assert cache_state(ws, "acme", v1)[0] == first["embed"]["unique"]
-    assert cache_state(ws, "acme", v2)[0] == first["embed"]["unique"]
+    texts = first["embed"]["unique"] + first["embed"]["sentences"]["unique"]
+    assert cache_state(ws, "acme", v1)[0] == texts
+    assert cache_state(ws, "acme", v2)[0] == texts
 
     rc2 = ws.context("acme", "inspect", embedder=v2)
     v2_rows = rc2.index.table().to_arrow().to_pylist()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from tessera.embedding.base import Vectors
@@ -89,8 +90,22 @@ def chunk_schema(dimension: int) -> pa.Schema:
         pa.field("dup_group", s),
         pa.field("dup_bands", strs),
         pa.field("vector", pa.list_(pa.float32(), dimension)),
+        pa.field("sentence_vectors", pa.list_(pa.list_(pa.float32(), dimension))),
     ]
     return pa.schema(fields)
+
+
+def sentence_column(per_chunk: Sequence[Any | None], dimension: int) -> pa.Array:
+    """``sentence_vectors`` for each chunk (None or a matrix of shape ``(n, dimension)``):
+    a list of vectors per row, null for a chunk without sentence vectors."""
+    mats = [np.asarray(m, np.float32).reshape(-1, dimension) if m is not None else None for m in per_chunk]
+    counts = [len(m) if m is not None else 0 for m in mats]
+    flat = [m for m in mats if m is not None and len(m)]
+    values = np.concatenate(flat).reshape(-1) if flat else np.zeros(0, np.float32)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]), pa.int32())
+    inner = pa.FixedSizeListArray.from_arrays(pa.array(values, pa.float32()), dimension)
+    mask = pa.array([m is None or not len(m) for m in mats], pa.bool_())
+    return pa.ListArray.from_arrays(offsets, inner, mask=mask)
 
 
 def micros(dt: datetime) -> int:
@@ -105,16 +120,20 @@ def build_rows(
     run_id: str,
     dimension: int,
     dedup: Sequence[tuple[str, Sequence[str]]] | None = None,
+    sentences: Sequence[Any | None] | None = None,
 ) -> pa.Table:
     """Join chunks with their document metadata and vectors into a table of ``chunk_schema``.
 
     ``dedup`` gives each chunk's ``(dup_group, dup_bands)``; without it a chunk is its own
-    group (its text checksum) with no band keys.
+    group (its text checksum) with no band keys. ``sentences`` gives each chunk's sentence
+    vectors (``tessera.chunking.probes``); without it the column is null.
     """
     if len(chunks) != len(vectors):
         raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
     if dedup is not None and len(dedup) != len(chunks):
         raise ValueError(f"{len(chunks)} chunks but {len(dedup)} dedup entries")
+    if sentences is not None and len(sentences) != len(chunks):
+        raise ValueError(f"{len(chunks)} chunks but {len(sentences)} sentence vector entries")
     rows: list[dict[str, Any]] = []
     for n, c in enumerate(chunks):
         d = docs[c.doc_id]
@@ -164,9 +183,12 @@ def build_rows(
             }
         )
     schema = chunk_schema(dimension)
-    table = pa.Table.from_pylist(rows, schema=schema.remove(schema.get_field_index("vector")))
+    plain = pa.schema([f for f in schema if f.name not in ("vector", "sentence_vectors")])
+    table = pa.Table.from_pylist(rows, schema=plain)
     vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
-    return table.append_column(schema.field("vector"), vec)
+    table = table.append_column(schema.field("vector"), vec)
+    per_chunk = sentences if sentences is not None else [None] * len(chunks)
+    return table.append_column(schema.field("sentence_vectors"), sentence_column(per_chunk, dimension))
 
 
 _BAND_BATCH = 2000

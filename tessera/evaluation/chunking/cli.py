@@ -43,7 +43,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def table(report: dict[str, Any]) -> str:
-    """A Markdown table: peers, the recommended row, then each strategy's best row (same rule)."""
+    """A Markdown table: peers, the recommended row, each strategy's best row (same rule), then
+    the ablation rows (the recommended profile and the peers with sentence vectors toggled)."""
     modes = report["modes"]
     head = "| configuration | chunks | mean tokens | " + " | ".join(
         f"{m} recall | {m} IoU | {m} P-Ω" for m in modes
@@ -61,6 +62,7 @@ def table(report: dict[str, Any]) -> str:
             best[r["strategy"]] = r
     shown = report["peers"] + [r for r in report["rows"] if r["name"] == rec]
     shown += [r for r in best.values() if r["name"] != rec]
+    shown += report.get("ablation", [])
     for r in shown:
         name = f"**{r['name']}** (recommended)" if r["name"] == rec else r["name"]
         cells = " | ".join(

@@ -5,7 +5,9 @@ chunker registry, same ``ChunkContext``), and each chunk's source byte range is 
 to code points of the corpus file, the unit of the reference spans. Chunks of every corpus
 share one collection, as in the Chroma study. Retrieval:
 
-- ``dense``: exact cosine top-k over the chunk vectors (what LanceDB does without an index);
+- ``dense``: exact top-k over every chunk by the production score
+  (:mod:`tessera.search.fusion`: the chunk vector, and its best sentence vector when the
+  profile has ``sentence_vectors``);
 - ``hybrid``: the production fusion, :func:`tessera.search.query.rrf` over dense and LanceDB
   BM25 (the FTS index the publish step builds on ``embedding_text``), 40 candidates each.
 """
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tessera.chunking.base import ChunkContext
+from tessera.chunking.probes import sentence_probes
 from tessera.chunking.registry import chunker_for
 from tessera.chunking.tokens import TokenCounter
 from tessera.config import ChunkingConfig
@@ -29,6 +32,7 @@ from tessera.errors import EvaluationError
 from tessera.evaluation.chunking.corpus import Corpus, Question
 from tessera.evaluation.chunking.metrics import Span, intact, precision_omega, score
 from tessera.parsing.base import parse_document, parser_for_path
+from tessera.search.fusion import SentenceVectors, fuse
 from tessera.types import SourceDocument, sha256_hex
 
 DEPTH = 40  # candidates per list in hybrid fusion, as in tessera.search.query.retrieve
@@ -39,6 +43,8 @@ class EvalChunk:
     span: Span
     embedding_text: str
     tokens: int
+    probes: tuple[str, ...] = ()
+    """Sentence probe texts (``tessera.chunking.probes``) when the profile embeds them."""
 
 
 def _doc(corpus_id: str, path: Path, raw: bytes) -> SourceDocument:
@@ -74,7 +80,8 @@ def chunk_corpus(corpus: Corpus, cfg: ChunkingConfig, ctx: ChunkContext) -> list
             if c.byte_start < 0:
                 raise EvaluationError(f"{corpus_id}: paginated chunks have no code point range")
             span = Span(corpus_id, at(c.byte_start), at(c.byte_end))
-            out.append(EvalChunk(span, c.embedding_text, c.token_count))
+            probes = sentence_probes(c.text, c.embedding_text, c.kind) if cfg.sentence_vectors else []
+            out.append(EvalChunk(span, c.embedding_text, c.token_count, tuple(probes)))
     return out
 
 
@@ -94,28 +101,35 @@ def locate(text: str, pieces: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def peer_chunks(
-    corpus: Corpus, split: Callable[[str], list[tuple[int, int]]], counter: TokenCounter
+    corpus: Corpus, split: Callable[[str], list[tuple[int, int]]], counter: TokenCounter, probes: bool = False
 ) -> list[EvalChunk]:
     """Chunks of another library's splitter, given as code point ranges of each corpus text.
 
-    The embedding text is the corpus slice itself, counted with the same tokenizer."""
+    The embedding text is the corpus slice itself, counted with the same tokenizer; with
+    ``probes``, its sentences are probes too (for the sentence-vector ablation)."""
     out: list[EvalChunk] = []
     for corpus_id, text in corpus.texts.items():
         ranges = [(s, e) for s, e in split(text) if text[s:e].strip()]
         pieces = [text[s:e] for s, e in ranges]
         for (s, e), piece, n in zip(ranges, pieces, counter.count_many(pieces), strict=True):
-            out.append(EvalChunk(Span(corpus_id, s, e), piece, n))
+            extra = tuple(sentence_probes(piece, piece)) if probes else ()
+            out.append(EvalChunk(Span(corpus_id, s, e), piece, n, extra))
     return out
 
 
 class Retriever:
     """Dense and hybrid top-k over one chunk collection."""
 
-    def __init__(self, chunks: Sequence[EvalChunk], vectors: np.ndarray) -> None:
+    def __init__(
+        self, chunks: Sequence[EvalChunk], vectors: np.ndarray, sentences: SentenceVectors | None = None
+    ) -> None:
         if len(chunks) != len(vectors) or not len(chunks):
             raise EvaluationError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        if sentences is not None and sentences.chunks != len(chunks):
+            raise EvaluationError(f"{len(chunks)} chunks but sentence vectors for {sentences.chunks}")
         self.chunks = list(chunks)
         self.vectors = np.asarray(vectors, dtype=np.float32)
+        self.sentences = sentences
         self._tmp = tempfile.TemporaryDirectory(prefix="tessera-eval-")
         self._fts: Any = None
 
@@ -141,6 +155,8 @@ class Retriever:
 
     def dense(self, qvec: np.ndarray, n: int) -> list[int]:
         sims = self.vectors @ qvec
+        if self.sentences is not None:
+            sims = fuse(sims, self.sentences.best(qvec))
         top = np.argpartition(-sims, min(n, len(sims) - 1))[:n]
         return [int(i) for i in sorted(top, key=lambda i: (-sims[i], i))]
 

@@ -27,6 +27,7 @@ from tessera.evaluation.chunking import frontier
 from tessera.evaluation.chunking.corpus import Corpus
 from tessera.evaluation.chunking.harness import EvalChunk, Retriever, chunk_corpus, evaluate, peer_chunks
 from tessera.evaluation.chunking.peers import PEERS, Peer, splitter
+from tessera.search.fusion import SentenceVectors, split
 
 MODEL_MAX_TOKENS = 256
 TARGETS = {"dense": {"recall": 88.0, "iou": 8.0}, "hybrid": {"recall": 93.0, "iou": 9.0}}
@@ -91,7 +92,13 @@ def _measure(
 ) -> dict[str, Any]:
     before = (embedding.stats.embedded, embedding.stats.seconds)
     vectors = embedding([c.embedding_text for c in chunks])
-    retriever = Retriever(chunks, vectors)
+    probes = [p for c in chunks for p in c.probes]
+    sentences = None
+    if probes:
+        flat = embedding(probes)
+        per_chunk = split(flat, [len(c.probes) for c in chunks])
+        sentences = SentenceVectors.of(per_chunk, vectors.shape[1])
+    retriever = Retriever(chunks, vectors, sentences)
     try:
         scores = {
             m: evaluate(retriever, corpus.questions, qvecs, settings.k, m, settings.token_budget)
@@ -106,6 +113,7 @@ def _measure(
         "mean_tokens": round(float(np.mean(tokens)), 1),
         "max_tokens_seen": max(tokens),
         "indexed_tokens": int(sum(tokens)),
+        "sentence_probes": len(probes),
         "embedded_texts": embedding.stats.embedded - before[0],
         "embed_seconds": round(embedding.stats.seconds - before[1], 2),
         **{m: {key: round(v, 2) for key, v in s.items()} for m, s in scores.items()},
@@ -124,7 +132,8 @@ def run_sweep(
     ident = embedding.embedder.identity
     qvecs = np.stack([embedding.embedder.embed_query(q.text) for q in corpus.questions])
     rows: list[dict[str, Any]] = []
-    for name, cfg in settings.profiles():
+    profiles = dict(settings.profiles())
+    for name, cfg in profiles.items():
         t0 = time.perf_counter()
         ctx = ChunkContext(cfg, counter, ident.hash, ident.document_prefix, embed=embedding)
         chunks = chunk_corpus(corpus, cfg, ctx)
@@ -145,18 +154,41 @@ def run_sweep(
         log(_line(row, settings.modes))
     peers: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
+    splits: dict[str, Callable[[str], list[tuple[int, int]]]] = {}
     for peer in settings.peers:
         try:
-            split = splitter(peer, model_path)
+            splits[peer.name] = splitter(peer, model_path)
         except ImportError as e:
             skipped[peer.name] = f"not installed: {e.name}"
             continue
-        row = _measure(peer.name, peer_chunks(corpus, split, counter), embedding, corpus, qvecs, settings)
+        chunks = peer_chunks(corpus, splits[peer.name], counter)
+        row = _measure(peer.name, chunks, embedding, corpus, qvecs, settings)
         row.update(family="peer", library=peer.library, size=peer.size, overlap=peer.overlap)
         peers.append(row)
         log(_line(row, settings.modes))
     best = frontier.recommend(rows, peers, settings.modes, TARGETS)
     best_row = next((r for r in rows if best and r["name"] == best["name"]), None)
+    ablation: list[dict[str, Any]] = []
+    if best_row is not None:  # the recommended profile with sentence vectors toggled
+        cfg = profiles[best_row["name"]]
+        cfg = replace(cfg, sentence_vectors=not cfg.sentence_vectors)
+        ctx = ChunkContext(cfg, counter, ident.hash, ident.document_prefix, embed=embedding)
+        name = f"{best_row['name']} sentence_vectors={cfg.sentence_vectors}"
+        ablation.append(
+            {
+                **_measure(name, chunk_corpus(corpus, cfg, ctx), embedding, corpus, qvecs, settings),
+                "family": "tessera",
+                "config": cfg.as_dict(),
+            }
+        )
+        log(_line(ablation[-1], settings.modes))
+    for peer_name, peer_split in splits.items():  # does a peer's chunking reach the targets with them?
+        chunks = peer_chunks(corpus, peer_split, counter, probes=True)
+        name = f"{peer_name} sentence_vectors=True"
+        ablation.append({**_measure(name, chunks, embedding, corpus, qvecs, settings), "family": "peer"})
+        log(_line(ablation[-1], settings.modes))
+    for r in ablation:
+        r["targets_met"] = frontier.targets_met(r, TARGETS)
     for r in rows:
         r["margins"] = frontier.margins(r, peers, settings.modes) if peers else {}
         r["targets_met"] = frontier.targets_met(r, TARGETS)
@@ -171,6 +203,7 @@ def run_sweep(
         "rows": rows,
         "peers": peers,
         "peers_skipped": skipped,
+        "ablation": ablation,
         "recommended": {**best, "config": best_row["config"]} if best and best_row else None,
         "embedding": {"embedded": embedding.stats.embedded, "cache_hits": embedding.stats.cache_hits,
                       "seconds": round(embedding.stats.seconds, 1)},
