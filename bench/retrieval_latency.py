@@ -1,5 +1,7 @@
 """Query latency on a 100k-chunk synthetic tenant.
 
+Every chunk but one in four has three sentence vectors (as prose chunks have with the default
+``chunking.sentence_vectors``), so the dense side queries both vector columns and rescores.
 Hybrid search (BM25 + vector, RRF) with the ACL/date prefilter, as a ratio to unfiltered
 vector search in the same run; then the same hybrid query after dropping every index (flat
 vector scan, exact BM25 over the filtered rows) to show what the indexes buy. Vectors are
@@ -24,9 +26,9 @@ from tessera.search.query import SearchOptions, retrieve
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
 from tessera.store.indexes import index_state
-from tessera.store.schema import chunk_schema
+from tessera.store.schema import chunk_schema, sentence_column
 
-N, DIM, QUERIES, K = 100_000, 384, 40, 10
+N, DIM, QUERIES, K, SENTENCES = 100_000, 384, 40, 10, 3
 WORDS = [f"w{i}" for i in range(5000)]
 
 
@@ -51,7 +53,8 @@ def build(index: TenantIndex, rng: np.random.Generator) -> None:
     texts = [" ".join(rng.choice(WORDS, 40)) for _ in range(N)]
     groups = [[f"g{rng.integers(0, 20)}"] for _ in range(N)]
     schema = chunk_schema(DIM)
-    cols: dict[str, Any] = {f.name: [None] * N for f in schema if f.name != "vector"}
+    vector_columns = ("vector", "sentence_vectors")
+    cols: dict[str, Any] = {f.name: [None] * N for f in schema if f.name not in vector_columns}
     cols.update(
         id=[f"{i:064x}" for i in range(N)], tenant=["bench"] * N, doc_id=[f"d{i // 10}" for i in range(N)],
         revision=["r"] * N, text=texts, embedding_text=texts, checksum=["c"] * N, meta_hash=["m"] * N,
@@ -60,10 +63,15 @@ def build(index: TenantIndex, rng: np.random.Generator) -> None:
         start=[0] * N, end=[1] * N, byte_start=[0] * N, byte_end=[1] * N, position=list(range(N)),
         token_count=[40] * N, heading_path=[[] for _ in range(N)], pages=[[] for _ in range(N)],
     )  # fmt: skip
-    table = pa.Table.from_pydict(cols, schema=schema.remove(schema.get_field_index("vector")))
+    plain = pa.schema([f for f in schema if f.name not in vector_columns])
+    table = pa.Table.from_pydict(cols, schema=plain)
     table = table.append_column(
         schema.field("vector"), pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), DIM)
     )
+    sent = vec[:, None, :] + 0.3 * rng.standard_normal((N, SENTENCES, DIM)).astype(np.float32)
+    sent /= np.linalg.norm(sent, axis=2, keepdims=True)
+    per_row = [None if i % 4 == 0 else sent[i] for i in range(N)]
+    table = table.append_column(schema.field("sentence_vectors"), sentence_column(per_row, DIM))
     index.publish(table, {f"d{i}" for i in range(N // 10)}, "bench-build", "c")
 
 
@@ -126,6 +134,7 @@ def main() -> int:
         "rows": N,
         "dimension": DIM,
         "k": K,
+        "sentence_vectors_per_row": SENTENCES * 3 / 4,
         "build_and_index_seconds": round(build_s, 1),
         "indexes": indexes,
         "index_actions": actions,

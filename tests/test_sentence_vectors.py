@@ -182,3 +182,20 @@ def test_evaluation_harness_ranks_like_search(ws: Any) -> None:
         retriever.close()
         plain.close()
     assert differs  # the sentence vectors did change rankings, and search followed them
+
+
+def test_a_table_from_before_sentence_vectors_serves_and_upgrades(ws: Any) -> None:
+    _setup(ws, True)
+    ws.table("acme").drop_columns(["sentence_vectors"])  # as an older release wrote it
+    alice = principal_from_config(ws.config(), "acme", "alice")
+    opts = SearchOptions(k=2, mode="dense")
+
+    def order() -> list[str]:
+        return [h.doc_id for h in search(ws.config().store.uri, ws.embedder, alice, QUERY, options=opts)]
+
+    assert order() == ["short.md", "long.md"]  # chunk vectors only, nothing fails
+    assert "sentence_vectors" not in ws.table("acme").schema.names  # reading never alters a table
+    ws.chunking["target_tokens"] = 190  # a new profile (as the new default is): re-indexed
+    out = ws.run("acme", "r2")
+    assert out["publish"]["docs_changed"] == 2 and out["embed"]["sentences"]["cache_hits"] == 7
+    assert order() == ["long.md", "short.md"]
