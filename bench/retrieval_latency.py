@@ -115,7 +115,8 @@ def main() -> int:
         assert all(r["groups"][0] in ("g3", "g7") for r in rows)
 
     def vector_only() -> None:
-        table.search(embedder.embed_query("")).distance_type("cosine").limit(K).select(["id"]).to_arrow()
+        q = table.search(embedder.embed_query(""), vector_column_name="vector").distance_type("cosine")
+        q.limit(K).select(["id", "_distance"]).to_arrow()
 
     hybrid()  # warm-up
     vector_only()
