@@ -366,6 +366,24 @@ def test_html_cells_expand_spans_and_map_to_text() -> None:
     assert cell_texts(parsed.text, layout, 1) == ["a b", "", "z"]
 
 
+def test_html_cells_with_pipes_stay_one_cell() -> None:
+    raw = (
+        "<table><tr><th>K</th><th>V | W</th></tr>"
+        "<tr><td>a|b é|c</td><td>x &#124; y</td></tr>"
+        "<tr><td colspan=2>p|q</td></tr></table>"
+    ).encode()
+    _, parsed = parse(raw, HTML)
+    text = parsed.text
+    layout = table_rows(text, the_table(parsed))
+    assert cell_texts(text, layout, HEADER) == ["K", "V \\| W"]  # escaped as GFM does
+    assert cell_texts(text, layout, 0) == ["a\\|b é\\|c", "x \\| y"]
+    assert cell_texts(text, layout, 1) == ["p\\|q", "p\\|q"]  # a colspan copy, escaped too
+    # the escapes are width-0: each cell still maps to its exact source bytes
+    for (a, b), want in zip(layout.cells[0], ["a|b é|c".encode(), b"x &#124; y"], strict=True):
+        b0, b1 = parsed.offsets.span(text, a, b)
+        assert raw[b0:b1] == want
+
+
 def test_a_table_without_rows_is_refused() -> None:
     from tessera.errors import ChunkingError
 

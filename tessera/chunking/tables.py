@@ -3,14 +3,14 @@
 Every parser renders a ``table`` block as Markdown-like lines of the normalized text, one
 line per row: Markdown keeps its GFM source (``| a | b |`` then ``|---|---|``); HTML emits
 ``| h | h |``, ``| --- | --- |`` then the rows (its first row is the header); PDF emits
-``| h | h |``, ``|---|---|`` then the rows, ``|`` inside a cell escaped as ``\\|``. So:
+``| h | h |``, ``|---|---|`` then the rows. HTML and PDF escape a ``|`` inside a cell as
+``\\|``. So:
 
 * rows are the block's non-blank lines, trimmed; the *header* is the first row plus, when
   the second line is a delimiter row (only ``|``, ``:``, ``-`` and blanks), that line too;
   a table without a delimiter row takes its first row alone as header;
 * cells are split at unescaped ``|`` (a ``\\`` right before a pipe escapes it, as in GFM);
   outer pipes are optional; a cell's range is trimmed, an empty cell is an empty range.
-  (HTML does not escape a ``|`` inside a cell: such a cell reads as two.)
 
 :func:`split_table` packs whole rows greedily up to ``target_tokens``; every part fits
 ``max_tokens`` as rendered. The first part starts with the header (its range includes it);

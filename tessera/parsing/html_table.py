@@ -3,13 +3,15 @@
 colspan and rowspan are expanded (the cell's text repeated into every position it spans;
 the first appearance maps to the cell's bytes, the copies are width-0 chars), the first row
 is the header (the structural chunker repeats it with the rule when it splits a table by
-rows). Pipes, padding and the rule are width-0 chars too. A table with nested tables,
-headings, ``<pre>``, huge cells or a single column is layout, not data: the emitter walks
-it as ordinary blocks.
+rows). Pipes, padding and the rule are width-0 chars too, and a ``|`` inside a cell gets a
+width-0 ``\\`` before it (as GFM escapes it), so the table chunker reads it as text. A
+table with nested tables, headings, ``<pre>``, huge cells or a single column is layout, not
+data: the emitter walks it as ordinary blocks.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tessera.parsing.html_content import BLOCK
@@ -139,9 +141,9 @@ def _table_lines(rows: list[_Row]) -> list[list[Op]]:
             line.append((" ", pos, 0))
             ops, copy = cells[c] if c < len(cells) else ([], True)
             if copy:
-                line.extend((ch, pos, 0) for t, _b, _w in ops for ch in t)
+                line.extend((ch, pos, 0) for t, _b, _w in _escape_pipes(ops) for ch in t)
             elif ops:
-                line.extend(ops)
+                line.extend(_escape_pipes(ops))
                 pos = max(pos, op_end(ops[-1]))
             line.append((" ", pos, 0))
         line.append(("|", max(pos, row.end), 0))
@@ -154,6 +156,26 @@ def _table_lines(rows: list[_Row]) -> list[list[Op]]:
             rule.extend((ch, end, 0) for ch in " |")
             lines.append(rule)
     return lines
+
+
+def _escape_pipes(ops: list[Op]) -> list[Op]:
+    """``ops`` with a width-0 ``\\`` before every ``|``; plain runs (width -1, one UTF-8
+    byte sequence from ``byte``) are split there, other ops are single characters."""
+    out: list[Op] = []
+    for text, byte, width in ops:
+        if "|" not in text:
+            out.append((text, byte, width))
+        elif width >= 0:  # a decoded entity (``&#124;``) or a copy: one character
+            out.extend([("\\", byte, 0), (text, byte, width)])
+        else:
+            pos = byte
+            for piece in re.split(r"(\|)", text):
+                if piece == "|":
+                    out.append(("\\", pos, 0))
+                if piece:
+                    out.append((piece, pos, -1))
+                    pos += len(piece.encode("utf-8"))
+    return out
 
 
 def is_data_table(table: Node) -> bool:

@@ -310,9 +310,10 @@ def slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str, encodin
     removed and entities decoded, the chunk's chars must be a subsequence of the slice's
     chars that starts with the slice's first char and ends with its last (dropped
     boilerplate inside the range is allowed). Table text is looser: pipes and the ``---``
-    rule are not in the source, and cells spanning several positions repeat text from rows
-    above; so a chunk with table rows, or one that starts inside a ``<table>``, only needs
-    each of its words to occur between the start of that table and ``byte_end``.
+    rule are not in the source (nor the ``\\`` that escapes a cell's ``|``), and cells
+    spanning several positions repeat text from rows above; so a chunk with table rows, or
+    one that starts inside a ``<table>``, only needs each of its words to occur between the
+    start of that table and ``byte_end``.
     """
     if not 0 <= byte_start <= byte_end <= len(raw):
         return False
@@ -321,7 +322,8 @@ def slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str, encodin
     lines = [line.strip() for line in text.split("\n")]
     if in_table or any(line.startswith("|") or line.endswith("|") for line in lines):
         source = _content_chars(raw, table if in_table else byte_start, byte_end, encoding)
-        return all(w in source for w in text.split() if w.strip("|-"))  # pipes and rule are not text
+        words = (w.replace("\\|", "|") for w in text.split())  # a cell's pipe is escaped in the text
+        return all(w in source for w in words if w.strip("|-"))  # pipes and rule are not text
     if byte_start == byte_end:
         return False
     source = _content_chars(raw, byte_start, byte_end, encoding)
