@@ -85,7 +85,7 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/1"
+    version = "tessera-html/2"  # 2: a pipe inside a table cell is escaped
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None) -> None:
