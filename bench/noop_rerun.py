@@ -24,15 +24,17 @@ def phase(name: str, store: Path) -> dict[str, float]:
     cfg = isolated_config(store)
     embedder = SentenceTransformerEmbedder(cfg.embedding)
     t0 = time.perf_counter()
-    chunks = embedded = 0
+    chunks = embedded = sentences = 0
     for tenant in sorted(cfg.tenants):
         out = run_tenant(RunContext(cfg, tenant, f"bench-{name}", embedder))
         chunks += out["chunk"]["chunks"]
         embedded += out["embed"]["embedded"]
+        sentences += out["embed"].get("sentences", {}).get("embedded", 0)
     return {
         "seconds": time.perf_counter() - t0,
         "chunks": chunks,
         "embedded": embedded,
+        "sentences_embedded": sentences,
         "peak_rss_mb": peak_rss_mb(),
     }
 

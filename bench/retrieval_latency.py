@@ -1,7 +1,8 @@
 """Query latency on a 100k-chunk synthetic tenant.
 
 Every chunk but one in four has three sentence vectors (as prose chunks have with the default
-``chunking.sentence_vectors``), so the dense side queries both vector columns and rescores.
+``chunking.sentence_vectors``), so the dense side fetches the nearest chunks' vectors and
+rescores them (``tessera.search.fusion``).
 Hybrid search (BM25 + vector, RRF) with the ACL/date prefilter, as a ratio to unfiltered
 vector search in the same run; then the same hybrid query after dropping every index (flat
 vector scan, exact BM25 over the filtered rows) to show what the indexes buy. Vectors are

@@ -186,6 +186,9 @@ def embed_step(rc: RunContext) -> dict[str, Any]:
             for key in ("texts", "unique", "cache_hits", "embedded", "batches", "retries")
         }
         summary["sentences"]["seconds"] = round(sstats.seconds, 3)
+    else:  # a re-executed step of a run whose profile had them: publish none
+        for name in (SENTENCE_VECTORS, SENTENCE_COUNTS):
+            (rc.workspace / name).unlink(missing_ok=True)
     return summary
 
 

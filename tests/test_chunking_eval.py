@@ -175,6 +175,11 @@ def test_sweep_reports_every_profile_and_reuses_the_cache(
     token_rows = {r["name"]: r for r in rows if r["strategy"] == "token"}
     assert token_rows["token-32-50"]["indexed_tokens"] > token_rows["token-32-0"]["indexed_tokens"]
     assert report["recommended"]["name"] in {r["name"] for r in rows}
+    assert any(r["sentence_probes"] > 0 for r in rows)  # the default profile embeds sentences
+    # the ablation: the recommended profile again, with sentence vectors off (no probes)
+    [ablation] = report["ablation"]
+    assert ablation["name"] == f"{report['recommended']['name']} sentence_vectors=False"
+    assert ablation["sentence_probes"] == 0 and ablation["config"]["sentence_vectors"] is False
     again = run_sweep(corpus, embedding, counter, model_path, settings)
     assert all(r["embedded_texts"] == 0 for r in again["rows"])  # every text came from the cache
     assert [r["dense"] for r in again["rows"]] == [r["dense"] for r in rows]

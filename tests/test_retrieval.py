@@ -187,11 +187,10 @@ def test_vector_index_is_built_and_kept_only_with_recall(tmp_path: Any) -> None:
     centres = rng.standard_normal((20, 16)).astype(np.float32)
     vec = centres[rng.integers(0, 20, 600)] + 0.2 * rng.standard_normal((600, 16)).astype(np.float32)
     vec /= np.linalg.norm(vec, axis=1, keepdims=True)
-    sent = vec[:, None, :] + 0.1 * rng.standard_normal((600, 2, 16)).astype(np.float32)
-    sent /= np.linalg.norm(sent, axis=2, keepdims=True)
     from tessera.store.schema import sentence_column
 
-    sentences = sentence_column([None if i % 3 == 0 else sent[i, : 1 + i % 2] for i in range(600)], 16)
+    # a second vector column (sentence vectors) must not confuse the index or its recall check
+    sentences = sentence_column([None if i % 3 == 0 else vec[i : i + 2] for i in range(600)], 16)
     table = lancedb.connect(str(tmp_path)).create_table(
         "t",
         data=pa.table(
@@ -209,11 +208,9 @@ def test_vector_index_is_built_and_kept_only_with_recall(tmp_path: Any) -> None:
         ),
     )
     done = ensure_indexes(table, vector_min_rows=500)
+    assert done["vector"].startswith(("created", "dropped")) and "sentence_vectors" not in done
     state = index_state(table)
-    assert done["sentence_vectors"].startswith("created"), done  # clustered: recall is high
-    for column in ("vector", "sentence_vectors"):  # the multivector column gets its own index
-        assert done[column].startswith(("created", "dropped"))
-        assert (column in state) == done[column].startswith("created")
-        if column in state:
-            assert vector_recall(table, column=column) >= 0.95
+    assert ("vector" in state) == done["vector"].startswith("created")
+    if "vector" in state:
+        assert vector_recall(table) >= 0.95
     assert ensure_indexes(table, vector_min_rows=500) == {}  # nothing stale: nothing rebuilt

@@ -17,7 +17,7 @@ from tessera.errors import ConfigError, EvaluationError
 from tessera.evaluation.chunking.harness import EvalChunk, Retriever
 from tessera.evaluation.chunking.metrics import Span
 from tessera.search import principal_from_config, search
-from tessera.search.fusion import SENTENCE_WEIGHT, SentenceVectors, fuse, row_score, split
+from tessera.search.fusion import SENTENCE_WEIGHT, SentenceVectors, candidate_depth, fuse, row_score, split
 from tessera.search.query import SearchOptions
 from tessera.store.schema import sentence_column
 
@@ -151,16 +151,20 @@ def test_dense_search_ranks_a_chunk_by_its_best_sentence(ws: Any, sentence_vecto
 def test_evaluation_harness_ranks_like_search(ws: Any) -> None:
     """The harness's exact dense ranking equals the production search on the same rows."""
 
-    def text(i: int) -> str:  # every sentence differs between documents: no exact duplicates fold
-        body = " ".join(f"{s.rstrip('.')} case{i}." for s in re.findall(r"[^.]+\.", LONG + " " + SHORT))
+    def text(i: int) -> str:
+        # every sentence differs between documents (no exact duplicates fold), and by its length
+        # too: equal scores would leave the order of ties, which no two engines share, to decide
+        tag = " ".join([f"case{i}"] * (i + 1))
+        body = " ".join(f"{s.rstrip('.')} {tag}." for s in re.findall(r"[^.]+\.", LONG + " " + SHORT))
         return f"# Topic {i}\n\n{body}\n"
 
-    files = {f"d{i}.md": text(i) for i in range(6)}
+    files = {f"d{i}.md": text(i) for i in range(20)}
     ws.chunking = {"max_tokens": 256, "target_tokens": 48, "overlap_tokens": 0}
     ws.tenant("acme", files)
     ws.run("acme", "r1")
     rows = ws.rows("acme")
     assert any(r["sentence_vectors"] for r in rows) and any(r["sentence_vectors"] is None for r in rows)
+    assert len(rows) > candidate_depth(8)  # some chunks are never rescored, in both
     chunks = [EvalChunk(Span(r["doc_id"], r["start"], r["end"]), r["embedding_text"], 1) for r in rows]
     retriever = Retriever(
         chunks,
@@ -171,7 +175,7 @@ def test_evaluation_harness_ranks_like_search(ws: Any) -> None:
     alice = principal_from_config(ws.config(), "acme", "alice")
     differs = 0
     try:
-        for query in (QUERY, "students painted murals", "rye bread market case3", "topic 4"):
+        for query in (QUERY, "students painted murals", "rye bread market case3", "topic 4 case4"):
             qv = ws.embedder.embed_query(query)
             want = [rows[i]["id"] for i in retriever.dense(qv, 8)]
             opts = SearchOptions(k=8, mode="dense")
@@ -199,3 +203,18 @@ def test_a_table_from_before_sentence_vectors_serves_and_upgrades(ws: Any) -> No
     out = ws.run("acme", "r2")
     assert out["publish"]["docs_changed"] == 2 and out["embed"]["sentences"]["cache_hits"] == 7
     assert order() == ["long.md", "short.md"]
+
+
+def test_a_re_executed_embed_step_follows_the_profile(ws: Any) -> None:
+    from tessera.run import chunk_step, embed_step, list_step, parse_step
+
+    ws.chunking = {"max_tokens": 256, "target_tokens": 200, "overlap_tokens": 0}
+    ws.tenant("acme", {"long.md": LONG + "\n"})
+    rc = ws.context("acme", "r1")
+    list_step(rc), parse_step(rc), chunk_step(rc), embed_step(rc)
+    staged = rc.staged_sentences(1)
+    assert staged is not None and staged[0] is not None and len(staged[0]) == 7
+    ws.chunking["sentence_vectors"] = False  # the same workspace, re-executed with them off
+    rc = ws.context("acme", "r1")
+    assert "sentences" not in embed_step(rc)
+    assert rc.staged_sentences(1) is None

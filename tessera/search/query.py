@@ -25,7 +25,7 @@ from tessera.embedding.base import Embedder
 from tessera.errors import ModelIdentityError
 from tessera.search.citations import Citation, citation_of
 from tessera.search.collapse import MAX_CANDIDATES, collapse, with_all_copies
-from tessera.search.fusion import row_score
+from tessera.search.fusion import candidate_depth, row_score
 from tessera.search.lexical import flat_bm25
 from tessera.search.principal import Principal, access_filter
 from tessera.store.active import ActivePointer
@@ -124,28 +124,21 @@ def _nearest(table: Any, vector: list[float], column: str, where: str, n: int, c
 
 
 def _dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str, Any]]:
-    """Top ``n`` by the fused score of :mod:`tessera.search.fusion`.
-
-    Candidates are the nearest chunk vectors plus the chunks of the nearest sentence vectors
-    (``max(2n, 20)`` each, under the principal's prefilter); each is then scored exactly from
-    its stored vectors. A table without the ``sentence_vectors`` column ranks by chunk vector.
-    """
+    """Top ``n`` by the fused score of :mod:`tessera.search.fusion`: the ``candidate_depth(n)``
+    nearest chunk vectors under the principal's prefilter, each rescored exactly from its
+    stored vectors. A table without the ``sentence_vectors`` column ranks by chunk vector."""
     if "sentence_vectors" not in table.schema.names:
         rows = _nearest(table, vector, "vector", where, n, COLUMNS)
         for r in rows:
             r["_score"] = 1.0 - float(r.pop("_distance"))
         return rows
-    cols = [*COLUMNS, "vector", "sentence_vectors"]
-    depth = max(2 * n, 20)
     query = np.asarray(vector, np.float32)
-    found: dict[str, dict[str, Any]] = {}
-    for column in ("vector", "sentence_vectors"):
-        for r in _nearest(table, vector, column, where, depth, cols):
-            if r["id"] not in found:
-                r.pop("_distance")
-                r["_score"] = row_score(query, r.pop("vector"), r.pop("sentence_vectors"))
-                found[r["id"]] = r
-    return sorted(found.values(), key=lambda r: (-r["_score"], r["id"]))[:n]
+    cols = [*COLUMNS, "vector", "sentence_vectors"]
+    rows = _nearest(table, vector, "vector", where, candidate_depth(n), cols)
+    for r in rows:
+        r.pop("_distance")
+        r["_score"] = row_score(query, r.pop("vector"), r.pop("sentence_vectors"))
+    return sorted(rows, key=lambda r: (-r["_score"], r["id"]))[:n]
 
 
 def _lexical(table: Any, query: str, where: str, n: int) -> list[dict[str, Any]]:

@@ -2,10 +2,9 @@
 
 FTS (BM25) on ``embedding_text`` for lexical and hybrid search; LABEL_LIST on ``readers`` and
 ``groups`` and BTREE on the effective-date and document columns for the prefilters; an
-IVF_HNSW_SQ vector index on ``vector`` and on ``sentence_vectors`` (a multivector column:
-one query vector against each row's best sentence) once the table is large enough, each kept
-only if its recall@10 against exact search on sampled queries is at least 0.95. Index builds
-are commits of their own; publish tags the version that has them.
+IVF_HNSW_SQ vector index once the table is large enough, kept only if its recall@10 against exact
+search on sampled queries is at least 0.95. Index builds are commits of their own; publish
+tags the version that has them.
 """
 
 from __future__ import annotations
@@ -61,59 +60,45 @@ def ensure_indexes(table: Any, vector_min_rows: int = VECTOR_INDEX_MIN_ROWS) -> 
                 table.create_index(column, config=_config(kind), replace=True)
                 done[column] = "created" if current is None else "rebuilt"
         if rows >= vector_min_rows:
-            for column in ("vector", "sentence_vectors"):
-                current = state.get(column)
-                if (current is None or current[1] > 0) and _has_vectors(table, column):
-                    done[column] = _vector_index(table, rows, column)
+            current = state.get("vector")
+            if current is None or current[1] > 0:
+                done["vector"] = _vector_index(table, rows)
     except Exception as e:
         raise PublishError(f"building indexes failed: {e}") from e
     return done
 
 
-def _has_vectors(table: Any, column: str) -> bool:
-    if column not in table.schema.names:
-        return False
-    return column == "vector" or int(table.count_rows(f"{column} IS NOT NULL")) > 0
-
-
-def _vector_index(table: Any, rows: int, column: str = "vector") -> str:
+def _vector_index(table: Any, rows: int) -> str:
     from lancedb.index import HnswSq
 
     # IVF_HNSW_SQ: on 100k clustered 384-d vectors it reached recall@10 1.0 at ~13 ms/query
     # (build 21 s); IVF_PQ reached 0.39 (nprobes 20, refine 5) and is not used.
     config = HnswSq(distance_type="cosine", num_partitions=max(1, rows // 6250))
-    table.create_index(column, config=config, replace=True)
-    # the search asks the sentence column for 2n candidates and rescores them exactly
-    # (tessera.search.query._dense), so that index is judged on the top k of 2k candidates
-    recall = vector_recall(table, column=column, depth=2 if column == "sentence_vectors" else 1)
+    table.create_index("vector", config=config, replace=True)
+    recall = vector_recall(table)
     if recall < RECALL_TARGET:
-        table.drop_index(f"{column}_idx")
+        table.drop_index("vector_idx")
         return f"dropped (recall@10 {recall:.3f} < {RECALL_TARGET})"
     return f"created IVF_HNSW_SQ (recall@10 {recall:.3f})"
 
 
-def vector_recall(
-    table: Any, queries: int = 20, k: int = 10, column: str = "vector", depth: int = 1
-) -> float:
-    """recall@k of the index on ``column`` against exact (flat) search, queried with sampled
-    row vectors (``vector``): the ``k`` nearest of ``depth * k`` approximate candidates."""
+def vector_recall(table: Any, queries: int = 20, k: int = 10) -> float:
+    """recall@k of the vector index against exact (flat) search on sampled row vectors."""
     sample = table.search().select(["vector"]).limit(queries).to_arrow().column("vector").to_pylist()
     hits = 0
     for vec in sample:
         q = np.asarray(vec, dtype=np.float32).tolist()
         approx = (
-            table.search(q, vector_column_name=column)
+            table.search(q, vector_column_name="vector")
             .distance_type("cosine")
             .nprobes(NPROBES)
             .refine_factor(REFINE)
-            .limit(depth * k)
+            .limit(k)
             .select(["id", "_distance"])
             .to_arrow()
-            .sort_by("_distance")
-            .slice(0, k)
         )
         exact = (
-            table.search(q, vector_column_name=column)
+            table.search(q, vector_column_name="vector")
             .distance_type("cosine")
             .bypass_vector_index()
             .limit(k)

@@ -5,9 +5,9 @@ chunker registry, same ``ChunkContext``), and each chunk's source byte range is 
 to code points of the corpus file, the unit of the reference spans. Chunks of every corpus
 share one collection, as in the Chroma study. Retrieval:
 
-- ``dense``: exact top-k over every chunk by the production score
-  (:mod:`tessera.search.fusion`: the chunk vector, and its best sentence vector when the
-  profile has ``sentence_vectors``);
+- ``dense``: exact top-k by the production score (:mod:`tessera.search.fusion`: the chunk
+  vector, and when the profile has ``sentence_vectors`` the nearest chunks rescored with
+  their best sentence vector);
 - ``hybrid``: the production fusion, :func:`tessera.search.query.rrf` over dense and LanceDB
   BM25 (the FTS index the publish step builds on ``embedding_text``), 40 candidates each.
 """
@@ -32,7 +32,7 @@ from tessera.errors import EvaluationError
 from tessera.evaluation.chunking.corpus import Corpus, Question
 from tessera.evaluation.chunking.metrics import Span, intact, precision_omega, score
 from tessera.parsing.base import parse_document, parser_for_path
-from tessera.search.fusion import SentenceVectors, fuse
+from tessera.search.fusion import SentenceVectors, candidate_depth, fuse
 from tessera.types import SourceDocument, sha256_hex
 
 DEPTH = 40  # candidates per list in hybrid fusion, as in tessera.search.query.retrieve
@@ -155,8 +155,12 @@ class Retriever:
 
     def dense(self, qvec: np.ndarray, n: int) -> list[int]:
         sims = self.vectors @ qvec
-        if self.sentences is not None:
-            sims = fuse(sims, self.sentences.best(qvec))
+        if self.sentences is not None:  # as search does: rescore the nearest chunks
+            m = min(candidate_depth(n), len(sims))
+            near = np.argpartition(-sims, m - 1)[:m]
+            fused = np.full(len(sims), -np.inf)
+            fused[near] = fuse(sims[near], self.sentences.best(qvec)[near])
+            sims = fused
         top = np.argpartition(-sims, min(n, len(sims) - 1))[:n]
         return [int(i) for i in sorted(top, key=lambda i: (-sims[i], i))]
 
