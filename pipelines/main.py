@@ -100,6 +100,7 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
         "chunks",
         "embedded",
         "cache",
+        "sentences",
         "committed",
         "version",
     ]
@@ -115,6 +116,7 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
             ch["chunks"],
             em["embedded"],
             em["cache_hits"],
+            em.get("sentences", {}).get("embedded", 0),  # sentence vectors embedded (cache misses)
             pu["committed"],
             pu["version"],
         ]
