@@ -81,5 +81,5 @@ def row_score(query: Matrix, vector: npt.ArrayLike, sentences: npt.ArrayLike | N
     mat = np.asarray(sentences if sentences is not None else [], np.float32)
     if mat.size == 0:
         return c
-    best = float(np.max(mat.reshape(-1, len(query)) @ query))
-    return (1.0 - SENTENCE_WEIGHT) * c + SENTENCE_WEIGHT * max(c, best)
+    best = np.max(mat.reshape(-1, len(query)) @ query)
+    return float(fuse(np.asarray([c]), np.asarray([best]))[0])  # the one formula, for one row
