@@ -6,10 +6,18 @@ from typing import Any
 from dagster import DagsterError, DynamicPartitionsDefinition, Failure, MetadataValue
 
 from resources.runs import ALLOW_MASS_DELETE_TAG
-from tessera.errors import ConfigError, MassDeletionBlocked, ModelIdentityError, PermanentEmbeddingError
+from tessera.errors import (
+    ConfigError,
+    MassDeletionBlocked,
+    ModelIdentityError,
+    PermanentEmbeddingError,
+    StalePlanError,
+)
 from tessera.run import RunContext
 
-PERMANENT = (ConfigError, MassDeletionBlocked, ModelIdentityError, PermanentEmbeddingError)
+# Retrying cannot fix these. A stale plan (another run published after this one planned) is
+# re-planned by the next run, never by re-executing the same publish step.
+PERMANENT = (ConfigError, MassDeletionBlocked, ModelIdentityError, PermanentEmbeddingError, StalePlanError)
 
 tenant_partitions = DynamicPartitionsDefinition(name="tenants")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tessera.cli_model import add_parser as add_model_parser
 from tessera.cli_model import make_embedders
+from tessera.cli_restore import add_parser as add_restore_parser
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
 from tessera.errors import AccessDenied, ConfigError, TesseraError
@@ -77,6 +78,8 @@ def _principal(args: argparse.Namespace, cfg: TesseraConfig) -> Principal | None
 
 
 def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.search.audit import AuditLog, search_record
+
     principal = _principal(args, cfg)
     embedders = make_embedders(cfg, args.fake_embedder)
     embedder = embedders[0] if principal is None else for_tenant(cfg.store.uri, principal.tenant, embedders)
@@ -96,6 +99,10 @@ def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
         counter = load_counter(model_dir(cfg.embedding))
     hits = search(cfg.store.uri, embedder, principal, args.query, options=opts, counter=counter)
+    tenant, user = (principal.tenant, principal.user) if principal else (args.tenant, args.user)
+    ids = [h.chunk_id for h in hits]
+    record = search_record("cli", tenant, user, args.query, args.mode, args.k, ids, principal is not None)
+    AuditLog(cfg.store.work_dir).append(record)  # before any output: AuditError fails the search
     if args.json:
         out = [{**asdict(h), "citation": {**asdict(h.citation), "id": str(h.citation)}} for h in hits]
         print(json.dumps(out, indent=2, ensure_ascii=False))
@@ -105,12 +112,19 @@ def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
 
 def _cmd_show(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.search.audit import AuditLog, fetch_record
+
     embedder = make_embedder(cfg, args.fake_embedder)
+    principal = _principal(args, cfg)
+    tenant, user = (principal.tenant, principal.user) if principal else (args.tenant, args.user)
+    audit = AuditLog(cfg.store.work_dir)
     try:
-        sl = show(cfg.store.uri, embedder, _principal(args, cfg), args.citation)
+        sl = show(cfg.store.uri, embedder, principal, args.citation)
     except (AccessDenied, ValueError):
+        audit.append(fetch_record("cli", "show", tenant, user, args.citation, None))
         print("tessera: not found", file=sys.stderr)
         return 1
+    audit.append(fetch_record("cli", "show", tenant, user, args.citation, sl.citation.chunk_id))
     c = sl.citation
     print(f"# {c}  {c.uri}  revision {c.revision[:16]}  {c.locator()}  #{c.anchor}")
     print(sl.text)
@@ -121,11 +135,13 @@ def _cmd_serve(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     import uvicorn
 
     from tessera.api import create_app
+    from tessera.search.identities import ReloadingIdentities
 
     if cfg.api_keys_file is None:
         raise ConfigError("api_keys_file", "tessera serve needs api_keys_file in the configuration")
     first, *others = make_embedders(cfg, args.fake_embedder)
-    app = create_app(cfg, first, IdentityStore.load(cfg, cfg.api_keys_file), others)
+    # keys, users and groups follow their files (revocation without a restart; fail closed)
+    app = create_app(cfg, first, ReloadingIdentities.from_config(cfg), others)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -152,13 +168,6 @@ def _cmd_versions(args: argparse.Namespace, cfg: TesseraConfig) -> int:
             f"{p['table_version']:>7}  {p['kind']:8} {p['rows']:>6} {p['inserted']:>5} {p['updated']:>5} "
             f"{p['deleted']:>5}  {when:20} {p['run_id']}"
         )
-    return 0
-
-
-def _cmd_restore(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    index = _index(args, cfg)
-    result = index.restore(args.version, args.run_id or f"restore-{uuid.uuid4().hex[:8]}")
-    print(f"restored version {args.version} of {index.name} as version {result.version} ({result.tag})")
     return 0
 
 
@@ -207,11 +216,16 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         return 0
     if not args.chunk_id:
         raise ConfigError("chunk_id", "give a chunk id, or --html OUT for the tenant's report")
+    from tessera.search.audit import AuditLog, fetch_record
+
+    audit = AuditLog(cfg.store.work_dir)
     try:
         info = lineage(_index(args, cfg), cfg.store.uri, args.chunk_id).as_dict()
     except AccessDenied:
+        audit.append(fetch_record("cli", "lineage", args.tenant, None, args.chunk_id, None))
         print("tessera: not found", file=sys.stderr)
         return 1
+    audit.append(fetch_record("cli", "lineage", args.tenant, None, args.chunk_id, info["chunk_id"]))
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
         return 0
@@ -286,11 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tenant", required=True)
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_cmd_versions)
-    rs = sub.add_parser("restore", help="republish an earlier table version as a new version")
-    rs.add_argument("--tenant", required=True)
-    rs.add_argument("--version", type=int, required=True)
-    rs.add_argument("--run-id")
-    rs.set_defaults(func=_cmd_restore)
+    add_restore_parser(sub, _index)
     src = sub.add_parser("sources", help="source connectors").add_subparsers(
         dest="sources_cmd", required=True
     )

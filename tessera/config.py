@@ -6,6 +6,7 @@ Every consumer (CLI, Dagster resources, tests) calls :func:`load_config`; errors
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -143,8 +144,10 @@ def parse_access_rule(data: object, key: str) -> AccessRule:
 
 
 def _resolve(base: Path, value: str) -> Path:
+    """Absolute and normalized, without following links: a source root that is a link must be
+    seen as one (and refused), not silently replaced by its target."""
     p = Path(value)
-    return p if p.is_absolute() else (base / p).resolve()
+    return p if p.is_absolute() else Path(os.path.normpath(base.absolute() / p))
 
 
 def _store(data: Mapping[str, Any], base: Path) -> StoreConfig:

@@ -19,6 +19,12 @@ class SourceError(TesseraError):
     """A source listing failed or could not be proven complete. Nothing is deleted."""
 
 
+class PolicyError(ConfigError, SourceError):
+    """An access policy file is empty, unreadable, invalid or gone while documents still rely
+    on it. The listing fails (fail closed): no document is widened to the tenant default.
+    ``key`` names the file, or the bad rule inside it (``_access.yaml.documents[2].readers``)."""
+
+
 class DocumentError(TesseraError):
     """One document could not be read or parsed; it is quarantined, its old chunks kept."""
 
@@ -64,6 +70,20 @@ class TenantLockedError(PublishError):
     """Another run holds this tenant's writer lock."""
 
 
+class StalePlanError(PublishError):
+    """Another writer changed the live table after this run planned; nothing was published.
+
+    Retryable by re-planning: ``run_tenant`` lists and diffs again, a Dagster run fails cleanly."""
+
+
+class RestoreBlocked(PublishError):
+    """A restore targets an unpublished version or would remove more than the guard allows."""
+
+    def __init__(self, message: str, plan: dict[str, object]) -> None:
+        self.plan = plan
+        super().__init__(message)
+
+
 class AccessDenied(TesseraError):
     """The principal may not see the requested item. Rendered as 'not found' to callers."""
 
@@ -78,3 +98,7 @@ class QualityGateBlocked(PublishError):
     def __init__(self, message: str, result: dict[str, object]) -> None:
         self.result = result
         super().__init__(message)
+
+
+class AuditError(TesseraError):
+    """The retrieval audit log could not be appended; the retrieval fails (no unaudited reads)."""

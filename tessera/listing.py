@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tessera.errors import DocumentError, SourceError, TesseraError
+from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
 from tessera.run_context import RunContext
 from tessera.serde import doc_to_json
-from tessera.sources.base import Listing
+from tessera.sources.base import Listing, Verdict
+from tessera.sources.policy import POLICY_FILE
+from tessera.store.index import DocState
 from tessera.types import canonical_hash
 
 
@@ -28,21 +31,87 @@ def _enumerate(rc: RunContext) -> Listing:
     return listing
 
 
-def deletion_plan(rc: RunContext, removed: list[str], live_docs: int) -> dict[str, Any]:
-    """Whether this run deletes more documents than the tenant's guard allows."""
+GUTTED_KEEP = 4
+"""A document that keeps fewer than 1/GUTTED_KEEP of its chunks (from at least that many)
+counts as lost for the deletion guard, like a removed one."""
+
+
+@dataclass(frozen=True)
+class ContentLoss:
+    """What a run would take from users, by document: removed from the source (and not
+    moved: the same revision under another name is no loss), emptied (the new revision yields
+    no chunks) or gutted (keeps under a quarter of its chunks)."""
+
+    removed: tuple[str, ...] = ()
+    emptied: tuple[str, ...] = ()
+    gutted: tuple[str, ...] = ()
+    moved: tuple[str, ...] = ()
+
+    @property
+    def lost(self) -> list[str]:
+        return sorted(set(self.removed) | set(self.emptied) | set(self.gutted))
+
+
+def content_loss(
+    removed: list[str],
+    moved: set[str],
+    old_chunks: dict[str, int],
+    new_chunks: dict[str, int],
+) -> ContentLoss:
+    """Lost documents, from the live chunk counts of the replaced documents and their new counts."""
+    emptied = sorted(d for d, n in new_chunks.items() if n == 0 and old_chunks.get(d, 0) > 0)
+    gutted = sorted(
+        d
+        for d, n in new_chunks.items()
+        if n > 0 and old_chunks.get(d, 0) >= GUTTED_KEEP and n * GUTTED_KEEP < old_chunks[d]
+    )
+    gone = sorted(set(removed) - moved)
+    return ContentLoss(tuple(gone), tuple(emptied), tuple(gutted), tuple(sorted(set(removed) & moved)))
+
+
+def deletion_plan(
+    rc: RunContext, loss: ContentLoss, live_docs: int, empty: bool = False, proven: bool = True
+) -> dict[str, Any]:
+    """Whether this run takes more from the tenant than its guard allows.
+
+    Blocked, unless the run has the override: more than ``max_delete_fraction`` of the
+    documents lost (tenants of ``min_documents`` or more), or every document lost, at any size,
+    unless the source proved it is empty (an EMPTY listing with proof, such as a root marker)."""
     t = rc.config.tenant(rc.tenant)
-    fraction = len(removed) / live_docs if live_docs else 0.0
+    lost = loss.lost
+    fraction = len(lost) / live_docs if live_docs else 0.0
     over = live_docs >= t.guard_min_documents and fraction > t.max_delete_fraction
+    wiped = live_docs > 0 and len(lost) >= live_docs and not (empty and proven)
     return {
         "live_documents": live_docs,
-        "to_delete": len(removed),
+        "to_delete": len(lost),
         "fraction": round(fraction, 4),
         "max_fraction": t.max_delete_fraction,
         "min_documents": t.guard_min_documents,
-        "blocked": over and not rc.allow_mass_delete,
+        "removed": len(loss.removed),
+        "emptied": list(loss.emptied[:100]),
+        "gutted": list(loss.gutted[:100]),
+        "moved": len(loss.moved),
+        "every_document": wiped,
+        "blocked": (over or wiped) and not rc.allow_mass_delete,
         "override": rc.allow_mass_delete,
-        "documents": removed[:100],
+        "documents": lost[:100],
     }
+
+
+def block_message(plan: dict[str, Any]) -> str:
+    what = f"{plan['to_delete']} of {plan['live_documents']} documents"
+    detail = f" ({plan['removed']} removed, {len(plan['emptied'])} emptied, {len(plan['gutted'])} gutted)"
+    if plan["every_document"]:
+        why = "every document, and the source did not prove it is empty"
+    else:
+        why = f"{plan['fraction']:.0%} > {plan['max_fraction']:.0%}"
+    return f"run would delete {what}{detail}: {why}; rerun with the override to allow it"
+
+
+def plan_fingerprint(live: dict[str, DocState]) -> str:
+    """The live state a run plans from; the publish refuses to commit if it has changed."""
+    return canonical_hash(sorted((d, asdict(s)) for d, s in live.items()))
 
 
 @dataclass(frozen=True)
@@ -54,17 +123,50 @@ class Diff:
     meta_only: list[str]
     removed: list[str]
     live_documents: int
+    planned_from: str = ""
+    old_chunks: dict[str, int] = field(default_factory=dict)
+    moved: frozenset[str] = frozenset()
 
     @property
     def fingerprint(self) -> str:
         docs = sorted((d.doc_id, d.revision, d.meta_hash) for d in self.listing.documents)
         return canonical_hash([docs, sorted(f.doc_id for f in self.listing.failed), self.removed])
 
+    def loss(self) -> ContentLoss:
+        """What the listing alone shows: removed documents and changed ones now zero bytes."""
+        zero = {d.doc_id: 0 for d in self.listing.documents if d.size == 0 and d.doc_id in self.changed}
+        return content_loss(self.removed, set(self.moved), self.old_chunks, zero)
+
+    def plan(self, rc: RunContext) -> dict[str, Any]:
+        empty = self.listing.verdict is Verdict.EMPTY
+        return deletion_plan(rc, self.loss(), self.live_documents, empty, self.listing.emptiness_proven)
+
+
+def _policies_gone(listing: Listing, live: dict[str, DocState]) -> None:
+    """Fail closed when a policy file the live ACLs came from is gone and they would change."""
+    present = set(listing.policies)
+    gone: dict[str, list[str]] = {}
+    for doc in listing.documents:
+        state = live.get(doc.doc_id)
+        if state is None or not state.acl_source.endswith(POLICY_FILE) or state.acl_source in present:
+            continue
+        if state.meta_hash != doc.meta_hash:
+            gone.setdefault(state.acl_source, []).append(doc.doc_id)
+    if gone:
+        path, docs = sorted(gone.items())[0]
+        raise PolicyError(
+            path,
+            f"the access policy is gone, but the published ACLs of {len(docs)} documents came from it "
+            f"(e.g. {sorted(docs)[:3]}) and would change; restore it, or to drop its rules deliberately "
+            "replace it with 'documents: []' for one run",
+        )
+
 
 def diff(rc: RunContext) -> Diff:
     """List the source and compare it with the live table; writes nothing."""
     listing = _enumerate(rc)
     live = rc.index.manifest()
+    _policies_gone(listing, live)
     cfg_hash = rc.chunk_context.config_hash
     changed, meta_only = [], []
     for doc in listing.documents:
@@ -74,7 +176,11 @@ def diff(rc: RunContext) -> Diff:
         elif state.meta_hash != doc.meta_hash:
             meta_only.append(doc.doc_id)
     seen = {d.doc_id for d in listing.documents} | {f.doc_id for f in listing.failed}
-    return Diff(listing, changed, meta_only, sorted(set(live) - seen), len(live))
+    removed = sorted(set(live) - seen)
+    revisions = {d.revision for d in listing.documents}
+    moved = frozenset(d for d in removed if live[d].revision in revisions)
+    old = {d: live[d].chunks for d in changed + removed if d in live}
+    return Diff(listing, changed, meta_only, removed, len(live), plan_fingerprint(live), old, moved)
 
 
 def check_sources(rc: RunContext) -> dict[str, Any]:
@@ -90,7 +196,9 @@ def check_sources(rc: RunContext) -> dict[str, Any]:
         "meta_only": len(d.meta_only),
         "removed": len(d.removed),
         "fingerprint": d.fingerprint,
-        "deletion": deletion_plan(rc, d.removed, d.live_documents),
+        "skipped": [list(x) for x in d.listing.skipped],
+        "policies": list(d.listing.policies),
+        "deletion": d.plan(rc),
     }
 
 
@@ -108,7 +216,8 @@ def list_step(rc: RunContext) -> dict[str, Any]:
             to_parse.append(doc_id)
         except (SourceError, DocumentError, OSError) as e:  # keep its old chunks
             quarantined.append({"doc_id": doc_id, "reason": "download_error", "message": str(e)})
-    deletion = deletion_plan(rc, d.removed, d.live_documents)
+    deletion = d.plan(rc)
+    skipped = Counter(reason for _, reason in listing.skipped)
     summary = {
         "tenant": rc.tenant,
         "workspace_id": rc.workspace_id or rc.run_id,
@@ -120,6 +229,7 @@ def list_step(rc: RunContext) -> dict[str, Any]:
         "removed": len(d.removed),
         "unchanged": len(listing.documents) - len(d.changed) - len(d.meta_only),
         "quarantined": len(quarantined),
+        "skipped": dict(sorted(skipped.items())),
         "deletion_blocked": deletion["blocked"],
         "model": rc.embedder.identity.key,
         # What the index should be built from: source revisions and ACLs, the model and the
@@ -141,14 +251,30 @@ def list_step(rc: RunContext) -> dict[str, Any]:
             "to_parse": to_parse,
             "meta_only": [x for x in d.meta_only if x in to_parse],
             "removed": d.removed,
+            "moved": sorted(d.moved),
             "quarantined": quarantined,
             "deletion": deletion,
+            "planned_from": d.planned_from,
+            "old_chunks": d.old_chunks,
+            "empty": listing.verdict is Verdict.EMPTY,
+            "emptiness_proven": listing.emptiness_proven,
+            "skipped": [list(x) for x in listing.skipped],
         },
     )
     return summary
 
 
-def guard_status(rc: RunContext) -> dict[str, Any]:
-    """The staged run's deletion plan, evaluated with this context's override flag."""
+def guard_status(rc: RunContext, new_chunks: dict[str, int] | None = None) -> dict[str, Any]:
+    """The staged run's deletion plan, evaluated with this context's override flag.
+
+    Without ``new_chunks`` (the listing check, before parsing) only removed documents and
+    zero-byte revisions count; the publish step passes each replaced document's new chunk
+    count, so emptied and gutted documents count as well."""
     data = rc.read("listing.json")
-    return deletion_plan(rc, data["removed"], data["deletion"]["live_documents"])
+    old = data.get("old_chunks", {})
+    if new_chunks is None:
+        sizes = {d["doc_id"]: d.get("size", 1) for d in data["documents"]}
+        new_chunks = {d: 0 for d in data["to_parse"] if sizes.get(d) == 0}
+    loss = content_loss(data["removed"], set(data.get("moved", [])), old, new_chunks)
+    live = data["deletion"]["live_documents"]
+    return deletion_plan(rc, loss, live, data.get("empty", False), data.get("emptiness_proven", True))

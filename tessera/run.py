@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
+from collections import Counter
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -27,8 +29,9 @@ from tessera.errors import (
     MassDeletionBlocked,
     PublishError,
     QualityGateBlocked,
+    StalePlanError,
 )
-from tessera.listing import guard_status, list_step
+from tessera.listing import block_message, guard_status, list_step, plan_fingerprint
 from tessera.parsing.base import parse_document
 from tessera.quality import GateResult, quality_gate
 from tessera.run_context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
@@ -55,6 +58,10 @@ __all__ = [
 ]
 
 
+log = logging.getLogger(__name__)
+PLAN_ATTEMPTS = 3
+
+
 def _doc_file(doc_id: str) -> str:
     return hashlib.sha256(doc_id.encode()).hexdigest()[:32] + ".json"
 
@@ -65,15 +72,23 @@ def _listing(rc: RunContext) -> tuple[dict[str, Any], dict[str, SourceDocument]]
 
 
 def parse_step(rc: RunContext) -> dict[str, Any]:
-    """Parse changed documents; a failing document is quarantined (its old rows stay)."""
+    """Parse changed documents; a failing document is quarantined (its old rows stay).
+
+    The report keeps, per document, its warnings and its trust counts (hidden content the
+    parser dropped, how much of it read like instructions, hidden ranges it kept). Text
+    documents made of binary bytes are quarantined as ``invalid_content`` before parsing."""
+    from tessera.parsing.validity import check_text_bytes
+
     data, docs = _listing(rc)
     out_dir = rc.workspace / "parsed"
     out_dir.mkdir(parents=True, exist_ok=True)
-    parsed, quarantined, warnings = [], [], {}
+    parsed, quarantined, warnings, trust = [], [], {}, {}
     for doc_id in data["to_parse"]:
         doc = docs[doc_id]
         try:
             raw = rc.blobs.get(rc.tenant, doc.revision)
+            if doc.content_type.startswith("text/"):
+                check_text_bytes(doc_id, raw)
             result = parse_document(doc, raw)
         except DocumentError as e:
             quarantined.append({"doc_id": doc_id, "reason": e.reason, "message": str(e)})
@@ -85,12 +100,21 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
         parsed.append(doc_id)
         if result.warnings:
             warnings[doc_id] = list(result.warnings)
-    report = {"parsed": parsed, "quarantined": quarantined, "warnings": warnings}
+        t = result.trust
+        if t.hidden_dropped or t.instructions_dropped or t.hidden_spans:
+            trust[doc_id] = {
+                "hidden_dropped": t.hidden_dropped,
+                "instructions_dropped": t.instructions_dropped,
+                "hidden_kept": len(t.hidden_spans),
+            }
+    report = {"parsed": parsed, "quarantined": quarantined, "warnings": warnings, "trust": trust}
     rc.write("parse_report.json", report)
+    counts = ("hidden_dropped", "instructions_dropped", "hidden_kept")
     return {
         "parsed": len(parsed),
         "quarantined": len(quarantined),
         "warnings": sum(map(len, warnings.values())),
+        **{k: sum(c[k] for c in trust.values()) for k in counts},
     }
 
 
@@ -235,20 +259,17 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     if problems:
         raise PublishError(f"staged rows failed checks: {problems[:5]}")
     quarantined = _quarantined(rc)
-    deletion = guard_status(rc)
+    replaced = set(data["to_parse"]) - quarantined
+    new_chunks = dict.fromkeys(replaced, 0) | Counter(c.doc_id for c in chunks if c.doc_id in replaced)
+    deletion = guard_status(rc, new_chunks)
     if deletion["blocked"]:
-        raise MassDeletionBlocked(
-            f"run would delete {deletion['to_delete']} of {deletion['live_documents']} documents "
-            f"({deletion['fraction']:.0%} > {deletion['max_fraction']:.0%}); "
-            "rerun with the override to allow it",
-            deletion,
-        )
+        raise MassDeletionBlocked(block_message(deletion), deletion)
     gate = gate_step(rc)
     if gate.status == "blocked":
         raise QualityGateBlocked(f"quality gate: {gate.reason}", gate.as_dict())
     with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
         live = rc.index.manifest()
-        scope = (set(data["to_parse"]) - quarantined) | set(data["removed"])
+        scope = replaced | set(data["removed"])
         # Re-check under the lock: drop documents another run already brought up to date.
         cfg_hash = rc.chunk_context.config_hash
         for doc_id in list(scope):
@@ -260,6 +281,13 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
                 == (doc.revision, doc.meta_hash, cfg_hash)
             ):
                 scope.discard(doc_id)
+        # Fencing: whatever is left is published only against the state this run planned from,
+        # so an older run can never publish over a newer one; otherwise re-plan (run_tenant).
+        if scope and data.get("planned_from") and plan_fingerprint(live) != data["planned_from"]:
+            raise StalePlanError(
+                f"the live index of {rc.tenant!r} changed after this run planned (another run published "
+                "or a restore ran); nothing was published: list and plan again"
+            )
         keep = [i for i, d in enumerate(rows.column("doc_id").to_pylist()) if d in scope]
         result = rc.index.publish(rows.take(pa.array(keep, pa.int64())), scope, rc.run_id, cfg_hash)
     summary = {
@@ -294,14 +322,27 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
 def run_tenant(rc: RunContext) -> dict[str, Any]:
     """All steps in order; the first failure stops the run before anything is published.
 
+    A publish refused because another writer changed the live index after this run planned
+    (:class:`StalePlanError`) lists and plans again, up to ``PLAN_ATTEMPTS`` times.
+
     Last, the tenant's active model moves to this run's model when it is verified and complete
     (the first build, or the end of a backfill after a model change)."""
-    out = {
-        "listing": list_step(rc),
-        "parse": parse_step(rc),
-        "chunk": chunk_step(rc),
-        "embed": embed_step(rc),
-        "publish": publish_step(rc),
-    }
+    for attempt in range(1, PLAN_ATTEMPTS + 1):
+        out = {
+            "listing": list_step(rc),
+            "parse": parse_step(rc),
+            "chunk": chunk_step(rc),
+            "embed": embed_step(rc),
+        }
+        try:
+            out["publish"] = publish_step(rc)
+            break
+        except StalePlanError:
+            if attempt == PLAN_ATTEMPTS:
+                raise
+            log.warning(
+                "tenant %s: the live index changed while run %s planned; re-planning", rc.tenant, rc.run_id
+            )
+            (rc.workspace / "quality_gate.json").unlink(missing_ok=True)
     out["cutover"] = cutover_step(rc, verify_step(rc)[0], rc.serving)
     return out

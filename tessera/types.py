@@ -53,6 +53,10 @@ class SourceDocument:
     effective_to: datetime = NEVER
     modified_at: datetime = ALWAYS
     size: int = 0
+    acl_source: str = ""
+    """Which policy decided the ACL and dates: a policy file's path in the source
+    (``hr/_access.yaml``), ``default``, or the connector's own (``s3-metadata``). Provenance,
+    not filterable, so not part of ``meta_hash``."""
 
     @property
     def meta_hash(self) -> str:
@@ -89,6 +93,22 @@ class PageSpan:
 
 
 @dataclass(frozen=True)
+class TrustReport:
+    """What a parser kept and dropped that a reader would not see (see ``tessera.parsing.trust``).
+
+    ``hidden_spans``: half-open ranges of the normalized text that were kept but are hidden
+    from a reader (Markdown: HTML comments, hidden inline HTML); chunks overlapping one are
+    flagged ``hidden_text``. ``hidden_dropped``: hidden elements or spans the parser left out
+    of the text (HTML hidden elements in the main content, PDF hidden spans);
+    ``instructions_dropped``: how many of those read like instructions to a model.
+    """
+
+    hidden_spans: tuple[tuple[int, int], ...] = ()
+    hidden_dropped: int = 0
+    instructions_dropped: int = 0
+
+
+@dataclass(frozen=True)
 class ParsedDocument:
     """Normalized text plus structure plus the map back to source coordinates."""
 
@@ -101,6 +121,8 @@ class ParsedDocument:
     warnings: tuple[str, ...] = ()
     layout: PageLayout | None = None
     """Page map for paginated formats (PDF); None for text formats."""
+    trust: TrustReport = field(default_factory=TrustReport)
+    """Hidden content kept (ranges) and dropped (counts)."""
 
 
 @dataclass(frozen=True)

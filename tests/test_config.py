@@ -336,8 +336,15 @@ def test_missing_policy_file_gives_default(tmp_path: Path) -> None:
     assert policy.resolve("any/doc.md") == (DEFAULT, ALWAYS, NEVER)
 
 
-def test_empty_policy_file_gives_default(tmp_path: Path) -> None:
-    write_policy(tmp_path, "")
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "---\n", "documents:\n"])
+def test_empty_policy_file_fails_closed(text: str, tmp_path: Path) -> None:
+    # An empty policy used to give every document the tenant default: a silent widening.
+    e = policy_error(tmp_path, text)
+    assert e.key == str(tmp_path / POLICY_FILE)
+
+
+def test_explicitly_empty_policy_gives_default(tmp_path: Path) -> None:
+    write_policy(tmp_path, "documents: []\n")
     assert load_policy(tmp_path, DEFAULT).resolve("x.md") == (DEFAULT, ALWAYS, NEVER)
 
 

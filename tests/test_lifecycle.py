@@ -22,6 +22,7 @@ from tessera.embedding.cache import EmbeddingCache
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import (
     EmbeddingError,
+    MassDeletionBlocked,
     ModelIdentityError,
     PermanentEmbeddingError,
     PublishError,
@@ -466,6 +467,13 @@ def test_empty_snapshot_deletes_only_that_tenant(ws: Any) -> None:
     (src_a / "a.md").unlink()
     (src_a / "sub" / "b.md").unlink()
     (src_a / "notes.txt").write_text("not indexable", encoding="utf-8")
+    # An empty folder is what an unmounted mount point looks like: without the provisioning
+    # marker its emptiness is not proven, and the guard keeps the tenant.
+    a_rows = ws.rows("acme")
+    with pytest.raises(MassDeletionBlocked, match="did not prove it is empty"):
+        ws.run("acme", "r2-unproven")
+    assert ws.rows("acme") == a_rows
+    (src_a / ".tessera-root").write_bytes(b"")
     out = ws.run("acme", "r2")
 
     assert out["listing"]["verdict"] == "empty"

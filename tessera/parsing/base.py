@@ -45,6 +45,7 @@ _BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 _REGISTRY: dict[str, Callable[[], Parser]] = {}
 _EXTENSIONS: dict[str, str] = {}
+_CANONICAL: dict[str, str] = {}  # content type -> its first registered extension
 _LOADED: list[bool] = []
 
 
@@ -54,6 +55,7 @@ def register_parser(
     _REGISTRY[content_type] = factory
     for ext in extensions:
         _EXTENSIONS[ext.lower()] = content_type
+        _CANONICAL.setdefault(content_type, ext.lower())
 
 
 def _available(target: str) -> bool:
@@ -88,6 +90,15 @@ def parser_for_path(path: str) -> str | None:
     """Content type for a file name, or None when no parser handles it."""
     _load_builtin()
     return _EXTENSIONS.get(PurePosixPath(path).suffix.lower())
+
+
+def canonical_suffix(suffix: str) -> str | None:
+    """The one extension that stands for every extension of the same content type, any case
+    (``.MARKDOWN`` -> ``.md``, ``.HTM`` -> ``.html``); None when no parser handles it. Access
+    policies compare names by it, so a rule reaches exactly the files that are selected."""
+    _load_builtin()
+    content_type = _EXTENSIONS.get(suffix.lower())
+    return None if content_type is None else _CANONICAL[content_type]
 
 
 def parse_document(doc: SourceDocument, raw: bytes) -> ParsedDocument:

@@ -34,11 +34,20 @@ class DocumentFailure:
 
 @dataclass(frozen=True)
 class Listing:
+    """``policies``: the access policy files the listing read (paths in the source).
+    ``skipped``: entries never read, with the reason (links, special files, unsafe names).
+    ``emptiness_proven``: for an EMPTY listing, whether the source positively proved it is
+    empty (a root marker, a commit); an empty folder without one may be an unmounted mount
+    point, so the deletion guard refuses to delete a tenant on it without the override."""
+
     tenant: str
     verdict: Verdict
     documents: tuple[SourceDocument, ...]
     proof: str
     failed: tuple[DocumentFailure, ...] = ()
+    policies: tuple[str, ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()
+    emptiness_proven: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.verdict, Verdict):
@@ -64,6 +73,7 @@ def make_document(
     access: AccessRule,
     effective: tuple[datetime, datetime],
     modified_at: datetime,
+    acl_source: str = "",
 ) -> SourceDocument:
     """A listed document: revision = sha256 of the raw bytes, content type from the name."""
     content_type = parser_for_path(doc_id)
@@ -81,6 +91,7 @@ def make_document(
         effective_to=effective[1],
         modified_at=modified_at,
         size=len(raw),
+        acl_source=acl_source,
     )
 
 

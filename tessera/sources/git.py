@@ -16,10 +16,10 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from tessera.config import AccessRule, TenantConfig
-from tessera.errors import ConfigError, SourceError
+from tessera.errors import ConfigError, PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
 from tessera.sources.base import DocumentFailure, Listing, Verdict, make_document
-from tessera.sources.policy import POLICY_FILE, Policy, parse_policy
+from tessera.sources.policy import PolicyTree, build_tree, policy_file_kind, refuse_lookalike
 from tessera.types import SourceDocument, sha256_hex
 
 _URI_RE = re.compile(r"git\+file://(?P<repo>[^@#]+)@(?P<blob>[0-9a-f]{40}|[0-9a-f]{64})#(?P<path>.+)")
@@ -102,6 +102,11 @@ class GitConnector:
         return f"git+file://{quote(self.root.as_posix())}@{blob}#{quote(self._path(rel))}"
 
     def _resolve(self) -> tuple[str, datetime]:
+        if self.repo.is_symlink():
+            raise SourceError(
+                f"git repository {self.repo} is a symbolic link; links are never followed, "
+                f"configure the repository it points to ({self.root}) instead"
+            )
         if not self.root.is_dir():
             raise SourceError(f"git repository {self.repo} does not exist or is not a folder")
         out = self._git(
@@ -134,11 +139,11 @@ class GitConnector:
             raise SourceError(f"git cat-file --batch in {self.repo} returned truncated output") from e
         return blobs
 
-    def _entries(self, tree: str, label: str) -> tuple[list[tuple[str, str, int]], Counter[str], Policy]:
-        """Supported blobs (rel path, oid, size), counts of skipped entries, the sidecar policy."""
+    def _entries(self, tree: str, label: str) -> tuple[list[tuple[str, str, int]], Counter[str], PolicyTree]:
+        """Supported blobs (rel path, oid, size), counts of skipped entries, the policy files."""
         wanted: list[tuple[str, str, int]] = []
         skipped: Counter[str] = Counter()
-        policy = Policy(self.default_access, ())
+        policies: dict[str, bytes] = {}
         for entry in self._git("ls-tree", "-r", "-z", "-l", "--full-tree", tree).split(b"\0"):
             if not entry:
                 continue
@@ -149,7 +154,10 @@ class GitConnector:
             except UnicodeDecodeError:
                 skipped["non-utf8 name"] += 1
                 continue
+            policy = policy_file_kind(rel)
             if mode == "120000":
+                if policy:  # a linked policy would come from outside: fail closed, never skip
+                    raise PolicyError(f"{label}:{self._path(rel)}", "an access policy may not be a symlink")
                 skipped["symlink"] += 1
             elif kind == "commit":
                 skipped["submodule"] += 1
@@ -157,15 +165,17 @@ class GitConnector:
                 skipped["other"] += 1
             elif any(part.startswith(".") for part in rel.split("/")):
                 skipped["hidden"] += 1
-            elif rel == POLICY_FILE:
-                raw = self._git("cat-file", "blob", oid)
-                policy = parse_policy(raw, self.default_access, f"{label}:{self._path(rel)}")
+            elif policy == "lookalike":
+                refuse_lookalike(rel, f"{label}:{self._path(rel)}")
+            elif policy == "policy":
+                policies[rel] = self._git("cat-file", "blob", oid)
                 skipped["policy"] += 1
             elif parser_for_path(rel) is None:
                 skipped["unsupported"] += 1
             else:
                 wanted.append((rel, oid, int(size) if size.isdigit() else 0))  # "BAD": missing blob
-        return wanted, skipped, policy
+        where = f"{label}:{self.subdir}" if self.subdir else label
+        return wanted, skipped, build_tree(self.default_access, policies, where)
 
     def list(self) -> Listing:
         commit, when = self._resolve()
@@ -199,16 +209,19 @@ class GitConnector:
             if raw.startswith(_LFS_POINTER):
                 failed.append(DocumentFailure(rel, "lfs_pointer", f"{rel} is a Git LFS pointer in {where}"))
                 continue
-            access, start, end = policy.resolve(rel)
-            docs.append(make_document(self.tenant, rel, raw, self._uri(oid, rel), access, (start, end), when))
+            d = policy.decide(rel)
+            effective = (d.effective_from, d.effective_to)
+            docs.append(
+                make_document(self.tenant, rel, raw, self._uri(oid, rel), d.access, effective, when, d.source)
+            )
         self.commit = commit
         others = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())) or "none"
         scope = f"ls-tree of '{self.subdir}/'" if self.subdir else "ls-tree of the root"
         if not docs and not failed:
             proof = f"{where} resolved; {scope} listed 0 supported blobs (other entries: {others})"
-            return Listing(self.tenant, Verdict.EMPTY, (), proof)
+            return Listing(self.tenant, Verdict.EMPTY, (), proof, (), policy.files)
         proof = f"{where}: {scope} listed {len(docs) + len(failed)} supported blobs (other entries: {others})"
-        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed))
+        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed), policy.files)
 
     def read(self, doc: SourceDocument) -> bytes:
         """The bytes of the blob the document was listed with (named in its uri)."""

@@ -15,7 +15,7 @@ from tessera.config import AccessRule
 from tessera.errors import SourceError
 from tessera.parsing.base import parser_for_path
 from tessera.sources.base import Listing, Verdict, make_document
-from tessera.sources.policy import POLICY_FILE, parse_policy
+from tessera.sources.policy import build_tree, policy_file_kind, refuse_lookalike
 from tessera.types import SourceDocument, sha256_hex
 
 FAILURES = ("", "raise", "bare_list", "no_proof")
@@ -44,22 +44,28 @@ class MemoryConnector:
             raise ConnectionError("simulated outage: connection reset by peer")
         if self.failure == "bare_list":
             return []
-        policy = parse_policy(self.files.get(POLICY_FILE, b""), self.default_access)
+        kinds = {rel: policy_file_kind(rel) for rel in self.files}
+        for rel, kind in kinds.items():
+            if kind == "lookalike":
+                refuse_lookalike(rel, f"memory://{self.tenant}/{rel}")
+        policy = build_tree(
+            self.default_access, {r: raw for r, raw in self.files.items() if kinds[r] == "policy"}, ""
+        )
         docs = []
         for rel, raw in sorted(self.files.items()):
-            content_type = parser_for_path(rel)
-            if rel == POLICY_FILE or content_type is None:
+            if kinds[rel] or parser_for_path(rel) is None:
                 continue
-            access, start, end = policy.resolve(rel)
+            d = policy.decide(rel)
             uri = f"memory://{self.tenant}/{rel}"
-            docs.append(make_document(self.tenant, rel, raw, uri, access, (start, end), _MODIFIED))
+            effective = (d.effective_from, d.effective_to)
+            docs.append(make_document(self.tenant, rel, raw, uri, d.access, effective, _MODIFIED, d.source))
         if self.failure == "no_proof":
             return Listing(self.tenant, Verdict.EMPTY, (), "")
         if not docs:
-            return Listing(
-                self.tenant, Verdict.EMPTY, (), f"memory source of {self.tenant!r} holds no documents"
-            )
-        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), f"memory source: {len(docs)} documents")
+            proof = f"memory source of {self.tenant!r} holds no documents"
+            return Listing(self.tenant, Verdict.EMPTY, (), proof, (), policy.files)
+        proof = f"memory source: {len(docs)} documents"
+        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, (), policy.files)
 
     def read(self, doc: SourceDocument) -> bytes:
         if doc.doc_id in self.unreadable:

@@ -1,19 +1,69 @@
-"""Per-document access and effective dates from a source's ``_access.yaml``."""
+"""Per-document access and effective dates from a source's ``_access.yaml`` files.
+
+Fail closed, always:
+
+* a policy file that is empty, unreadable, not UTF-8 or invalid raises :class:`PolicyError`
+  naming it, and the listing fails. ``documents: []`` is how a file says "no rules here";
+* a file that looks like a policy but is not named exactly ``_access.yaml`` (``_access.yml``,
+  ``_ACCESS.yaml``) is refused: silently ignoring it would give its documents the default;
+* a document whose ACL came from a policy file that has since disappeared is caught by the
+  listing step (:func:`tessera.listing.diff`), which knows what the last publication used.
+
+**Matching** uses exactly the rules that select files: names are compared without case, and
+every extension of a content type stands for the others (``*.md`` matches ``Notes.MARKDOWN``),
+because file selection is case-insensitive and by content type too. ``*`` crosses folders.
+
+**Nested files.** ``dir/_access.yaml`` governs the documents below ``dir/``, its globs
+relative to ``dir/``. The nearest policy file with a matching rule decides; inside one file
+the first matching rule wins; a document no rule matches gets the tenant default. A rule
+that sets only dates keeps the tenant default ACL.
+"""
 
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
 from tessera.config import AccessRule, parse_access_rule
-from tessera.errors import ConfigError
+from tessera.errors import ConfigError, PolicyError
+from tessera.parsing.base import canonical_suffix
 from tessera.types import ALWAYS, NEVER
 
 POLICY_FILE = "_access.yaml"
+DEFAULT_SOURCE = "default"
+"""``acl_source`` of a document no policy rule matched."""
+
+
+def _canonical(name: str) -> str:
+    """A path or glob as matching sees it: case folded, extension canonical."""
+    suffix = PurePosixPath(name).suffix
+    canon = canonical_suffix(suffix) if suffix and "*" not in suffix and "?" not in suffix else None
+    if canon is not None:
+        name = name[: -len(suffix)] + canon
+    return name.casefold()
+
+
+def policy_file_kind(rel: str) -> str:
+    """``policy`` for a policy file, ``lookalike`` for a misnamed one, else ``""``."""
+    base = rel.rsplit("/", 1)[-1]
+    if base == POLICY_FILE:
+        return "policy"
+    if base.casefold() in {"_access.yaml", "_access.yml"}:
+        return "lookalike"
+    return ""
+
+
+def refuse_lookalike(rel: str, where: str) -> None:
+    raise PolicyError(
+        where,
+        f"{rel!r} looks like an access policy but is not named {POLICY_FILE!r}; it would be "
+        "ignored and its documents would get the tenant default, so the listing fails (rename it)",
+    )
 
 
 @dataclass(frozen=True)
@@ -23,18 +73,68 @@ class PolicyRule:
     effective_from: datetime
     effective_to: datetime
 
+    def matches(self, rel_path: str) -> bool:
+        return fnmatch.fnmatchcase(_canonical(rel_path), _canonical(self.match))
+
 
 @dataclass(frozen=True)
 class Policy:
     default: AccessRule
     rules: tuple[PolicyRule, ...]
 
+    def rule_for(self, rel_path: str) -> PolicyRule | None:
+        return next((rule for rule in self.rules if rule.matches(rel_path)), None)
+
     def resolve(self, rel_path: str) -> tuple[AccessRule, datetime, datetime]:
         """First matching rule wins (``*`` also crosses folders); else the tenant default."""
-        for rule in self.rules:
-            if fnmatch.fnmatchcase(rel_path, rule.match):
-                return rule.access or self.default, rule.effective_from, rule.effective_to
-        return self.default, ALWAYS, NEVER
+        rule = self.rule_for(rel_path)
+        if rule is None:
+            return self.default, ALWAYS, NEVER
+        return rule.access or self.default, rule.effective_from, rule.effective_to
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What governs one document, and which file said so (``acl_source``)."""
+
+    access: AccessRule
+    effective_from: datetime
+    effective_to: datetime
+    source: str
+
+
+@dataclass(frozen=True)
+class PolicyTree:
+    """Every policy file of a source, by folder (``""`` is the root)."""
+
+    default: AccessRule
+    policies: Mapping[str, Policy]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(sorted(policy_path(folder) for folder in self.policies))
+
+    def decide(self, rel_path: str) -> Decision:
+        parts = rel_path.split("/")[:-1]
+        for depth in range(len(parts), -1, -1):
+            folder = "/".join(parts[:depth])
+            policy = self.policies.get(folder)
+            if policy is None:
+                continue
+            rule = policy.rule_for(rel_path[len(folder) + 1 :] if folder else rel_path)
+            if rule is not None:
+                return Decision(
+                    rule.access or self.default, rule.effective_from, rule.effective_to, policy_path(folder)
+                )
+        return Decision(self.default, ALWAYS, NEVER, DEFAULT_SOURCE)
+
+
+def policy_path(folder: str) -> str:
+    return f"{folder}/{POLICY_FILE}" if folder else POLICY_FILE
+
+
+def policy_folder(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
 def _date(value: object, key: str, default: datetime) -> datetime:
@@ -55,41 +155,70 @@ def _date(value: object, key: str, default: datetime) -> datetime:
 
 
 def load_policy(root: Path, default: AccessRule) -> Policy:
-    """The ``_access.yaml`` of a folder (tenant default only when there is none)."""
+    """The ``_access.yaml`` at the top of a folder (tenant default only when there is none).
+
+    The file is read without following links (:mod:`tessera.sources.confine`)."""
+    from tessera.errors import SourceError
+    from tessera.sources.confine import read_confined
+
     path = root / POLICY_FILE
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return Policy(default, ())
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ConfigError(str(path), f"cannot read access policy: {e}") from e
+        raw, _ = read_confined(root, POLICY_FILE)
+    except SourceError as e:
+        raise PolicyError(str(path), f"cannot read access policy: {e}") from e
     return parse_policy(raw, default, str(path))
 
 
 def parse_policy(raw: bytes, default: AccessRule, name: str = POLICY_FILE) -> Policy:
     """Parse policy bytes (from a folder, an S3 object or a git blob); ``name`` labels errors."""
     try:
-        data = yaml.safe_load(raw.decode("utf-8")) or {}
+        data = yaml.safe_load(raw.decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError) as e:
-        raise ConfigError(name, f"cannot read access policy: {e}") from e
-    if not isinstance(data, dict) or set(data) - {"documents"}:
-        raise ConfigError(name, "expected a mapping with one key, 'documents'")
+        raise PolicyError(name, f"cannot read access policy: {e}") from e
+    if data is None:
+        raise PolicyError(
+            name,
+            "the access policy is empty; an empty policy would give every document the tenant "
+            "default (fail closed). Write 'documents: []' to state that no rule applies",
+        )
+    if not isinstance(data, dict) or set(data) != {"documents"} or not isinstance(data["documents"], list):
+        raise PolicyError(name, "expected a mapping with one key, 'documents', holding a list of rules")
+    try:
+        return Policy(default, tuple(_rules(data["documents"], name.rsplit("/", 1)[-1])))
+    except PolicyError:
+        raise
+    except ConfigError as e:
+        raise PolicyError(e.key, str(e).split(": ", 1)[-1]) from e
+
+
+def _rules(items: list[object], label: str) -> list[PolicyRule]:
     rules: list[PolicyRule] = []
-    label = name.rsplit("/", 1)[-1]
-    for k, item in enumerate(data.get("documents") or []):
+    for k, item in enumerate(items):
         key = f"{label}.documents[{k}]"
-        if not isinstance(item, dict) or not isinstance(item.get("match"), str):
-            raise ConfigError(f"{key}.match", "each rule needs a 'match' glob")
+        if not isinstance(item, dict) or not isinstance(item.get("match"), str) or not item["match"]:
+            raise PolicyError(f"{key}.match", "each rule needs a 'match' glob")
         unknown = set(item) - {"match", "readers", "groups", "effective_from", "effective_to"}
         if unknown:
-            raise ConfigError(f"{key}.{sorted(unknown)[0]}", "unknown key")
+            raise PolicyError(f"{key}.{sorted(unknown)[0]}", "unknown key")
         has_acl = "readers" in item or "groups" in item
         access = parse_access_rule({k2: item[k2] for k2 in ("readers", "groups") if k2 in item}, key)
         if has_acl and not access.readers and not access.groups:
-            raise ConfigError(key, "an access rule must name at least one reader or group (fail closed)")
+            raise PolicyError(key, "an access rule must name at least one reader or group (fail closed)")
         start = _date(item.get("effective_from"), f"{key}.effective_from", ALWAYS)
         end = _date(item.get("effective_to"), f"{key}.effective_to", NEVER)
         if end <= start:
-            raise ConfigError(f"{key}.effective_to", "must be after effective_from")
+            raise PolicyError(f"{key}.effective_to", "must be after effective_from")
         rules.append(PolicyRule(item["match"], access if has_acl else None, start, end))
-    return Policy(default, tuple(rules))
+    return rules
+
+
+def build_tree(default: AccessRule, files: Mapping[str, bytes], label: str) -> PolicyTree:
+    """A tree from policy file bytes by relative path (``a/_access.yaml``); ``label`` prefixes
+    the names in errors (the folder, bucket or commit)."""
+    policies = {
+        policy_folder(rel): parse_policy(raw, default, f"{label}/{rel}" if label else rel)
+        for rel, raw in files.items()
+    }
+    return PolicyTree(default, policies)

@@ -1,19 +1,25 @@
 """An S3 bucket (or S3-compatible store) under a prefix. Only a proven root lists as empty.
 
 The root is proven by ``head_bucket`` (prefix ``""``) or, under a prefix, by the zero-byte marker
-``{prefix}.tessera-root`` that operators create when provisioning a tenant. Pagination is
+``{prefix}.tessera-root`` that operators create when provisioning a tenant. The marker must
+also appear in the listing itself (a list that omits it answered an empty or cut page), and an
+empty bucket root proves its emptiness only with a listed marker. Pagination is
 checked page by page; any error on any page, or any doubt about completeness, raises
 :class:`SourceError` and nothing partial is returned.
 
 Per-object access: user metadata ``tessera-readers`` / ``tessera-groups`` (comma-separated)
 replace the ACL, ``tessera-effective-from`` / ``tessera-effective-to`` (ISO-8601) replace the
-dates; whatever the metadata leaves unset comes from the sidecar ``_access.yaml`` at the root
-of the prefix, else the tenant default. Invalid or unknown ``tessera-*`` metadata quarantines
+dates; whatever the metadata leaves unset comes from the sidecar ``_access.yaml`` files (the one
+nearest the object with a matching rule, as in :mod:`tessera.sources.policy`), else the tenant
+default. Keys that are not plain relative paths (``..``, ``//``, control characters) are skipped
+by name, never turned into document ids. Invalid or unknown ``tessera-*`` metadata quarantines
 the document (``bad_metadata``) instead of falling back to a broader ACL.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,13 +28,31 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from tessera.config import AccessRule, TenantConfig, parse_access_rule
-from tessera.errors import ConfigError, SourceError
+from tessera.errors import ConfigError, PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
 from tessera.sources.base import DocumentFailure, Listing, Verdict, make_document
-from tessera.sources.policy import POLICY_FILE, Policy, _date, parse_policy
+from tessera.sources.policy import (
+    PolicyTree,
+    _date,
+    build_tree,
+    parse_policy,
+    policy_file_kind,
+    refuse_lookalike,
+)
 from tessera.types import ALWAYS, SourceDocument, sha256_hex
 
+log = logging.getLogger(__name__)
 ROOT_MARKER = ".tessera-root"
+METADATA_SOURCE = "s3-metadata"
+_UNSAFE = re.compile(r"(^|/)\.{1,2}(/|$)|//|^/|\\|[\x00-\x1f\x7f]")
+
+
+def _unsafe(rel: str) -> bool:
+    """A key that is not a plain relative path: ``..`` or ``.`` segments, empty segments,
+    a leading slash, a backslash, or control characters."""
+    return _UNSAFE.search(rel) is not None
+
+
 _META_KEYS = {"tessera-readers", "tessera-groups", "tessera-effective-from", "tessera-effective-to"}
 _ERRORS = (ClientError, BotoCoreError, OSError)
 
@@ -148,22 +172,35 @@ class S3Connector:
         raw: bytes = response["Body"].read()
         return raw, response
 
-    def _load_policy(self, keys: list[str]) -> Policy:
-        key = self.prefix + POLICY_FILE
-        if key not in keys:
-            return Policy(self.default_access, ())
-        try:
-            raw, _ = self._get(key)
-            return parse_policy(raw, self.default_access, self._where(key))
-        except _ERRORS as e:
-            raise SourceError(f"cannot read access policy {self._where(key)}: {_code(e)}: {e}") from e
-        except ConfigError as e:
-            raise SourceError(f"access policy {self._where(key)} is invalid: {e}") from e
+    def _load_policies(self, keys: list[str]) -> PolicyTree:
+        """Every ``_access.yaml`` under the prefix (nested ones govern their sub-prefix)."""
+        files: dict[str, bytes] = {}
+        for key in keys:
+            rel = key[len(self.prefix) :]
+            kind = policy_file_kind(rel)
+            if kind == "lookalike":
+                refuse_lookalike(rel, self._where(key))
+            if kind != "policy" or _unsafe(rel):
+                continue
+            try:
+                files[rel], _ = self._get(key)
+            except _ERRORS as e:
+                raise PolicyError(
+                    self._where(key), f"cannot read access policy {self._where(key)}: {_code(e)}: {e}"
+                ) from e
+        for rel, raw in files.items():  # name the object in the error, whatever the rule
+            try:
+                parse_policy(raw, self.default_access, self._where(self.prefix + rel))
+            except PolicyError as e:
+                where = self._where(self.prefix + rel)
+                raise PolicyError(e.key, f"access policy {where} is invalid: {e}") from e
+        return build_tree(self.default_access, files, self._where().rstrip("/"))
 
     def _access(
-        self, rel: str, meta: dict[str, str], policy: Policy
-    ) -> tuple[AccessRule, datetime, datetime]:
-        access, start, end = policy.resolve(rel)
+        self, rel: str, meta: dict[str, str], policy: PolicyTree
+    ) -> tuple[AccessRule, datetime, datetime, str]:
+        d = policy.decide(rel)
+        access, start, end, source = d.access, d.effective_from, d.effective_to, d.source
         ours = {k.lower(): v for k, v in meta.items() if k.lower().startswith("tessera-")}
         unknown = sorted(set(ours) - _META_KEYS)
         if unknown:
@@ -177,13 +214,14 @@ class S3Connector:
             access = parse_access_rule(names, "tessera")
             if not access.readers and not access.groups:
                 raise ConfigError("tessera-readers", "names no reader or group (fail closed)")
+            source = METADATA_SOURCE
         start = _date(ours.get("tessera-effective-from"), "tessera-effective-from", start)
         end = _date(ours.get("tessera-effective-to"), "tessera-effective-to", end)
         if end <= start:
             raise ConfigError("tessera-effective-to", "must be after tessera-effective-from")
-        return access, start, end
+        return access, start, end, source
 
-    def _document(self, key: str, rel: str, policy: Policy) -> SourceDocument | DocumentFailure:
+    def _document(self, key: str, rel: str, policy: PolicyTree) -> SourceDocument | DocumentFailure:
         try:
             raw, response = self._get(key)
         except _ERRORS as e:
@@ -191,16 +229,19 @@ class S3Connector:
                 return DocumentFailure(rel, "download_error", f"{self._where(key)}: {e}")
             raise SourceError(f"cannot download {self._where(key)}: {_code(e)}: {e}") from e
         try:
-            access, start, end = self._access(rel, response.get("Metadata") or {}, policy)
+            access, start, end, source = self._access(rel, response.get("Metadata") or {}, policy)
         except ConfigError as e:
             return DocumentFailure(rel, "bad_metadata", f"{self._where(key)}: {e}")
         modified = response.get("LastModified")
         when = modified.astimezone(UTC) if isinstance(modified, datetime) else ALWAYS
-        return make_document(self.tenant, rel, raw, self._where(key), access, (start, end), when)
+        return make_document(self.tenant, rel, raw, self._where(key), access, (start, end), when, source)
 
-    def _indexable(self, key: str) -> str | None:
+    def _indexable(self, key: str, skipped: list[tuple[str, str]]) -> str | None:
         rel = key[len(self.prefix) :]
-        if not rel or key.endswith("/") or rel == POLICY_FILE:
+        if not rel or key.endswith("/") or policy_file_kind(rel):
+            return None
+        if _unsafe(rel):  # "..", "./", "//", a backslash or a control character: never a document id
+            skipped.append((rel.encode("unicode_escape").decode("ascii"), "unsafe_key"))
             return None
         if any(part.startswith(".") for part in rel.split("/")) or parser_for_path(rel) is None:
             return None  # hidden (the root marker too) or no parser
@@ -209,8 +250,17 @@ class S3Connector:
     def list(self) -> Listing:
         proof = self._prove_root()
         keys, pages = self._list_keys()
-        policy = self._load_policy(keys)
-        entries = [(k, rel) for k in keys if (rel := self._indexable(k)) is not None]
+        marker = self.prefix + ROOT_MARKER
+        if self.prefix and marker not in keys:  # it lies under the prefix: a complete list shows it
+            raise SourceError(
+                f"listing {self._where()} omitted the root marker {ROOT_MARKER} that head_object found: "
+                "the listing is incomplete (an empty or cut page answered 200), so it is not trusted"
+            )
+        policy = self._load_policies(keys)
+        skipped: list[tuple[str, str]] = []
+        entries = [(k, rel) for k in keys if (rel := self._indexable(k, skipped)) is not None]
+        if skipped:
+            log.warning("s3 source %s: skipped %d unsafe keys", self._where(), len(skipped))
         docs: list[SourceDocument] = []
         failed: list[DocumentFailure] = []
         for key, rel in entries:
@@ -222,10 +272,12 @@ class S3Connector:
         proof += (
             f"; {pages} page{'s' if pages != 1 else ''} listed, {len(keys)} objects, IsTruncated=false; "
             f"{len(docs)} documents, {len(failed)} failed, {len(keys) - len(entries)} other objects skipped"
+            + (f" ({len(skipped)} unsafe keys)" if skipped else "")
         )
-        if not docs and not failed:
-            return Listing(self.tenant, Verdict.EMPTY, (), proof)
-        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed))
+        extra = (policy.files, tuple(skipped))
+        if not docs and not failed:  # a bucket root proves emptiness only with its marker listed
+            return Listing(self.tenant, Verdict.EMPTY, (), proof, (), *extra, marker in keys)
+        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed), *extra)
 
     def read(self, doc: SourceDocument) -> bytes:
         key = self.prefix + doc.doc_id

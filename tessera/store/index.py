@@ -24,6 +24,7 @@ from tessera.store.db import (
     tag_for_run,
 )
 from tessera.store.indexes import ensure_indexes
+from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.schema import chunk_schema
 
 
@@ -33,6 +34,7 @@ class DocState:
     meta_hash: str
     config_hash: str
     chunks: int
+    acl_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,11 +117,15 @@ class TenantIndex:
         if table is None:
             return {}
         cols = ["doc_id", "revision", "meta_hash", "chunking_config_hash"]
-        data = table.search().select(cols).limit(None).to_arrow()
+        has_source = "acl_source" in table.schema.names  # older tables lack it until their next publish
+        data = table.search().select(cols + ["acl_source"] * has_source).limit(None).to_arrow()
+        sources = data.column("acl_source").to_pylist() if has_source else [None] * data.num_rows
         states: dict[str, DocState] = {}
-        for doc_id, rev, meta, cfg in zip(*(data.column(c).to_pylist() for c in cols), strict=True):
+        for doc_id, rev, meta, cfg, src in zip(
+            *(data.column(c).to_pylist() for c in cols), sources, strict=True
+        ):
             prev = states.get(doc_id)
-            states[doc_id] = DocState(rev, meta, cfg, (prev.chunks if prev else 0) + 1)
+            states[doc_id] = DocState(rev, meta, cfg, (prev.chunks if prev else 0) + 1, src or "")
         return states
 
     def publish(self, rows: pa.Table, scope: set[str], run_id: str, config_hash: str) -> PublishResult:
@@ -182,18 +188,46 @@ class TenantIndex:
                 f"version {result.version} of {self.name} is live, but tagging or logging it failed: {e}"
             ) from e
 
-    def restore(self, version: int, run_id: str) -> PublishResult:
-        """Make an earlier version current again, as a new version (history is kept)."""
+    def plan_restore(
+        self,
+        version: int,
+        guard: RestoreGuard | None = None,
+        allow_untagged: bool = False,
+        allow_mass_delete: bool = False,
+    ) -> RestorePlan:
+        """What restoring ``version`` would change, and why it would be refused (nothing written)."""
         table = self.table()
         if table is None:
             raise PublishError(f"tenant {self.tenant!r} has no index for model {self.model_key}")
-        known = {int(v["version"]) for v in table.list_versions()}
-        if version not in known:
-            raise PublishError(f"version {version} does not exist; known: {sorted(known)}")
+        return plan_restore(
+            table, self.table, self.tenant, self.name, self.publications(), version,
+            guard or RestoreGuard(), allow_untagged, allow_mass_delete,
+        )  # fmt: skip
+
+    def restore(
+        self,
+        version: int,
+        run_id: str,
+        guard: RestoreGuard | None = None,
+        allow_untagged: bool = False,
+        allow_mass_delete: bool = False,
+    ) -> PublishResult:
+        """Make a publication current again, as a new version (history is kept).
+
+        Refused (:class:`RestoreBlocked`, nothing changed) for an untagged internal version
+        unless ``allow_untagged``, and beyond the guard unless ``allow_mass_delete``. Callers
+        hold the tenant lock (the CLI does), so no run publishes in between."""
+        plan = self.plan_restore(version, guard, allow_untagged, allow_mass_delete)
+        check_plan(plan)
+        table = self.table()
+        assert table is not None
         tag = self._free_tag(table, run_id)
         table.restore(version)
         self._refresh_indexes(table)
-        result = PublishResult(True, int(table.version), tag=tag)
+        changed = len(plan.added) + len(plan.changed)
+        result = PublishResult(
+            True, int(table.version), docs_changed=changed, docs_removed=len(plan.removed), tag=tag
+        )
         self._record(table, "restore", result, run_id, f"restore-of-{version}")
         return result
 

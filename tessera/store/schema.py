@@ -91,6 +91,7 @@ def chunk_schema(dimension: int) -> pa.Schema:
         pa.field("dup_bands", strs),
         pa.field("vector", pa.list_(pa.float32(), dimension)),
         pa.field("sentence_vectors", pa.list_(pa.list_(pa.float32(), dimension))),
+        pa.field("acl_source", s),  # which policy decided the ACL (provenance; last: older tables gain it)
     ]
     return pa.schema(fields)
 
@@ -183,12 +184,14 @@ def build_rows(
             }
         )
     schema = chunk_schema(dimension)
-    plain = pa.schema([f for f in schema if f.name not in ("vector", "sentence_vectors")])
+    plain = pa.schema([f for f in schema if f.name not in ("vector", "sentence_vectors", "acl_source")])
     table = pa.Table.from_pylist(rows, schema=plain)
     vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
     table = table.append_column(schema.field("vector"), vec)
     per_chunk = sentences if sentences is not None else [None] * len(chunks)
-    return table.append_column(schema.field("sentence_vectors"), sentence_column(per_chunk, dimension))
+    table = table.append_column(schema.field("sentence_vectors"), sentence_column(per_chunk, dimension))
+    sources = pa.array([docs[c.doc_id].acl_source or None for c in chunks], pa.string())
+    return table.append_column(schema.field("acl_source"), sources)
 
 
 _BAND_BATCH = 2000

@@ -1,0 +1,173 @@
+"""Reading a folder without ever leaving it: no links, no special files, no hard-link tricks.
+
+Every directory is opened relative to its parent's descriptor with ``O_NOFOLLOW``, and every
+file with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` after opening, so a path
+component swapped for a symlink between the walk and the read is refused rather than followed
+(no check-then-use race on names). What is skipped, and why, is returned by name:
+
+* ``symlink``: a link, to a file or a folder, wherever it points (even inside the root);
+* ``special``: FIFOs, sockets, character and block devices (reading a FIFO would hang);
+* ``hardlink``: a regular file with more than one link (``st_nlink > 1``): its other name may
+  lie in another tenant's folder, and nothing inside the root can tell;
+* ``non_utf8_name``: a name that is not valid UTF-8 (it cannot be a stable document id).
+
+The root itself must be a real directory, not a link: configure the path it points to.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tessera.errors import SourceError
+
+log = logging.getLogger(__name__)
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+SECURITY_SKIPS = ("symlink", "special", "hardlink", "non_utf8_name")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry the walk did not follow or read, with the reason (one of ``SECURITY_SKIPS``)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    files: tuple[str, ...]
+    """Regular files (POSIX paths relative to the root), sorted, hidden entries excluded."""
+    skipped: tuple[Skipped, ...]
+    hidden: int
+
+
+def check_root(root: Path) -> None:
+    """The root must exist, be a directory and not be a link."""
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError as e:
+        raise SourceError(f"source folder {root} does not exist or is not a folder") from e
+    except OSError as e:
+        raise SourceError(f"cannot inspect source folder {root}: {e}") from e
+    if stat.S_ISLNK(st.st_mode):
+        raise SourceError(
+            f"source folder {root} is a symbolic link; links are never followed, "
+            f"configure the folder it points to ({os.path.realpath(root)}) instead"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise SourceError(f"source folder {root} does not exist or is not a folder")
+
+
+@contextmanager
+def _dir_fd(root: Path, parts: list[str]) -> Iterator[int]:
+    """A descriptor of ``root/parts...``, each component opened without following links."""
+    check_root(root)
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, _DIR_FLAGS))
+        for part in parts:
+            fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
+        yield fds[-1]
+    except OSError as e:
+        raise SourceError(f"cannot open {'/'.join([str(root), *parts])} inside the source: {e}") from e
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
+
+
+def _split(rel: str) -> list[str]:
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in rel:
+        raise SourceError(f"{rel!r} is not a path inside the source root")
+    return parts
+
+
+def read_confined(root: Path, rel: str) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file ``root/rel``, refusing links, special files and hard links."""
+    parts = _split(rel)
+    with _dir_fd(root, parts[:-1]) as parent:
+        try:
+            fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=parent)
+        except OSError as e:  # ELOOP: the name became a link
+            raise SourceError(f"cannot open {rel!r} inside {root} without following a link: {e}") from e
+        try:
+            st = os.fstat(fd)
+            reason = _refusal(st)
+            if reason is not None:
+                raise SourceError(f"{rel!r} in {root} is refused ({reason}); only regular files are read")
+            os.set_blocking(fd, True)
+            chunks: list[bytes] = []
+            while block := os.read(fd, 1 << 20):
+                chunks.append(block)
+            return b"".join(chunks), st
+        except OSError as e:
+            raise SourceError(f"cannot read {rel!r} in {root}: {e}") from e
+        finally:
+            os.close(fd)
+
+
+def _refusal(st: os.stat_result) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        return "symlink"
+    if not stat.S_ISREG(st.st_mode):
+        return "special"
+    if st.st_nlink > 1:
+        return "hardlink"
+    return None
+
+
+def walk_confined(root: Path) -> WalkResult:
+    """Every regular file under ``root`` (depth first, sorted), never leaving it."""
+    files: list[str] = []
+    skipped: list[Skipped] = []
+    hidden = 0
+    stack: list[list[str]] = [[]]
+    while stack:
+        parts = stack.pop()
+        subdirs: list[list[str]] = []
+        with _dir_fd(root, parts) as fd:
+            try:
+                entries = sorted(os.scandir(fd), key=lambda e: e.name)
+            except OSError as e:
+                raise SourceError(f"listing {'/'.join([str(root), *parts])} failed: {e}") from e
+            for entry in entries:
+                name = entry.name
+                rel = "/".join([*parts, name])
+                try:
+                    name.encode("utf-8")
+                except UnicodeEncodeError:  # surrogate-escaped bytes
+                    skipped.append(Skipped(rel.encode("utf-8", "replace").decode(), "non_utf8_name"))
+                    continue
+                if name.startswith("."):
+                    hidden += 1
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as e:
+                    raise SourceError(f"cannot inspect {rel!r} in {root}: {e}") from e
+                if stat.S_ISDIR(st.st_mode):
+                    subdirs.append([*parts, name])
+                    continue
+                reason = _refusal(st)
+                if reason is not None:
+                    skipped.append(Skipped(rel, reason))
+                else:
+                    files.append(rel)
+        stack.extend(reversed(subdirs))
+    if skipped:
+        counts = Counter(s.reason for s in skipped)
+        log.warning(
+            "source %s: skipped %s (never followed or read)",
+            root,
+            ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())),
+        )
+    return WalkResult(tuple(sorted(files)), tuple(skipped), hidden)
