@@ -8,7 +8,7 @@ from typing import Any
 
 from tessera.layout import PageLayout
 from tessera.offsets import OffsetMap
-from tessera.types import Block, Chunk, PageSpan, ParsedDocument, SourceDocument
+from tessera.types import Block, Chunk, PageSpan, ParsedDocument, SourceDocument, TrustReport
 
 _DATES = ("effective_from", "effective_to", "modified_at")
 
@@ -39,6 +39,7 @@ def parsed_to_json(p: ParsedDocument) -> dict[str, Any]:
         "parser_version": p.parser_version,
         "warnings": list(p.warnings),
         "layout": p.layout.to_json() if p.layout is not None else None,
+        "trust": trust_to_json(p.trust),
     }
 
 
@@ -52,6 +53,26 @@ def parsed_from_json(data: dict[str, Any]) -> ParsedDocument:
         parser_version=data["parser_version"],
         warnings=tuple(data["warnings"]),
         layout=PageLayout.from_json(data["layout"]) if data.get("layout") is not None else None,
+        trust=trust_from_json(data.get("trust")),
+    )
+
+
+def trust_to_json(t: TrustReport) -> dict[str, Any]:
+    return {
+        "hidden_spans": [list(s) for s in t.hidden_spans],
+        "hidden_dropped": t.hidden_dropped,
+        "instructions_dropped": t.instructions_dropped,
+    }
+
+
+def trust_from_json(data: dict[str, Any] | None) -> TrustReport:
+    """A report from JSON; staged documents written before the report existed have none."""
+    if not data:
+        return TrustReport()
+    return TrustReport(
+        hidden_spans=tuple((int(a), int(b)) for a, b in data.get("hidden_spans", [])),
+        hidden_dropped=int(data.get("hidden_dropped", 0)),
+        instructions_dropped=int(data.get("instructions_dropped", 0)),
     )
 
 

@@ -2,8 +2,11 @@
 
 Every chunker describes its output as :class:`Draft` pieces (a range, its embedding text and
 its place in the document); this module is the one place that assigns content-addressed ids,
-links neighbours and parents, maps ranges back to source bytes or PDF pages, and refuses a
-chunk over the token budget (nothing is ever truncated).
+links neighbours and parents, maps ranges back to source bytes or PDF pages, adds the trust
+flags (``hidden_text``: invisible characters or a range the parser marked hidden;
+``untrusted``: instruction-like text; see :mod:`tessera.parsing.trust`), and refuses a chunk
+over the token budget (nothing is ever truncated). Flags are not part of a chunk's id or
+checksum.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.identity import chunk_id, section_id
 from tessera.errors import ChunkingError
+from tessera.parsing.trust import chunk_flags
 from tessera.types import Chunk, ParsedDocument, SourceDocument
 
 
@@ -43,7 +47,7 @@ def assemble(
         n = d.tokens if d.tokens >= 0 else ctx.tokens(d.embedding_text)
         if n > ctx.config.max_tokens:
             raise ChunkingError(f"{doc.doc_id}[{d.start}:{d.end}] has {n} tokens > {ctx.config.max_tokens}")
-        flags = d.flags
+        flags = d.flags + chunk_flags(text[d.start : d.end], d.start, d.end, parsed.trust.hidden_spans)
         if parsed.layout is not None:  # paginated: provenance is page + bbox
             b0, b1, pages = -1, -1, parsed.layout.spans(d.start, d.end)
             flags += ("ocr",) if parsed.layout.ocr(d.start, d.end) else ()

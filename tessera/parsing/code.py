@@ -60,6 +60,7 @@ import tree_sitter as ts
 from tessera.errors import DocumentError
 from tessera.offsets import normalize_text_bytes
 from tessera.parsing.base import SandboxLimits
+from tessera.parsing.validity import check_utf8
 from tessera.types import Block, ParsedDocument, SourceDocument
 
 MAX_LEVEL = 12
@@ -509,6 +510,7 @@ class CodeParser:
 
     def parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
         deadline = _Deadline(doc.doc_id, self.timeout_s)
+        check_utf8(doc.doc_id, raw)  # binary or garbage bytes: invalid_content
         text, omap, invalid = normalize_text_bytes(raw)
         self._check_size(doc.doc_id, text)
         warnings: list[str] = []

@@ -20,11 +20,18 @@ Limits: pages over ``max_bytes`` or with more than ``max_elements`` elements are
 
 from __future__ import annotations
 
-import re
+import html
 from dataclasses import dataclass
 
 from tessera.errors import DocumentError
-from tessera.parsing.html_content import MIN_GOOD, Selection, compute_stats, mark_hidden, select_content
+from tessera.parsing.html_content import (
+    MIN_GOOD,
+    Selection,
+    compute_stats,
+    hidden_text,
+    mark_hidden,
+    select_content,
+)
 from tessera.parsing.html_emit import Emitter, assemble, drop_empty_headings
 from tessera.parsing.html_text import (
     DecodedSource,
@@ -36,7 +43,9 @@ from tessera.parsing.html_text import (
     words,
 )
 from tessera.parsing.html_tree import TreeLimits, build_tree
-from tessera.types import ParsedDocument, SourceDocument
+from tessera.parsing.trust import instruction_like, invisible_chars
+from tessera.parsing.validity import check_raw
+from tessera.types import ParsedDocument, SourceDocument, TrustReport
 
 __all__ = [
     "HtmlLimits",
@@ -55,7 +64,6 @@ INLINE_TAGS = words(
 """Tags that do not separate words (for :func:`source_text` with ``strip_markup``)."""
 
 
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 NOSCRIPT_FALLBACK = 500
 """Chars of prose below which a page's ``<noscript>`` content is considered."""
 
@@ -85,7 +93,7 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/2"  # 2: a pipe inside a table cell is escaped
+    version = "tessera-html/3"  # 2: a pipe inside a table cell is escaped; 3: trust report
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None) -> None:
@@ -110,6 +118,7 @@ class HtmlParser:
         limits = self.limits
         if len(raw) > limits.max_bytes:
             raise DocumentError(doc.doc_id, "too_large", f"{len(raw)} bytes > {limits.max_bytes}")
+        check_raw(doc.doc_id, raw)  # a binary signature: invalid_content
         enc = detect_encoding(raw)
         src = DecodedSource.decode(raw, enc)
         src.max_replaced = limits.max_replaced
@@ -139,6 +148,14 @@ class HtmlParser:
             parser=self.name,
             parser_version=self.version,
             warnings=tuple(_warnings(enc, src, sel, tree.flattened, text)),
+            trust=TrustReport(
+                hidden_dropped=sel.hidden,
+                instructions_dropped=sum(
+                    1
+                    for node in sel.hidden_nodes
+                    if instruction_like(html.unescape(hidden_text(node, src.text)))
+                ),
+            ),
         )
 
 
@@ -154,7 +171,7 @@ def _warnings(declared: Encoding, src: DecodedSource, sel: Selection, flat: int,
             f"hidden_content: {sel.hidden} hidden elements with {sel.hidden_chars} chars of text "
             "dropped from the main content"
         )
-    invisible = len(_INVISIBLE.findall(text))
+    invisible = invisible_chars(text)
     if invisible:
         out.append(f"invisible_chars: {invisible} zero-width or bidi control chars in the text")
     if flat:

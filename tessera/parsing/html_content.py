@@ -66,6 +66,8 @@ class Selection:
     hidden_chars: int
     lead: Node | None = None
     """A page title (``h1``) before the container, emitted first when the container has none."""
+    hidden_nodes: tuple[Node, ...] = ()
+    """The hidden elements counted in ``hidden`` (their text: :func:`hidden_text`)."""
 
 
 def is_hidden(node: Node) -> bool:
@@ -218,9 +220,30 @@ def select_content(root: Node, order: list[Node], hidden: list[tuple[Node, int]]
     _prune(container)
     lead = None if _has_kept(container, "h1") else _lead_heading(root, container)
     inside = [
-        n for node, n in hidden if _within(node, container) or (lead is not None and _within(node, lead))
+        (node, n)
+        for node, n in hidden
+        if _within(node, container) or (lead is not None and _within(node, lead))
     ]
-    return Selection(container, len(inside), sum(inside), lead)
+    return Selection(
+        container, len(inside), sum(n for _, n in inside), lead, tuple(node for node, _ in inside)
+    )
+
+
+def hidden_text(node: Node, src: str, limit: int = 20_000) -> str:
+    """The raw text of a (dropped) element, markup left out, at most about ``limit`` chars."""
+    parts: list[str] = []
+    size = 0
+    stack: list[Node | tuple[int, int]] = [node]
+    while stack and size < limit:  # in document order
+        item = stack.pop()
+        if isinstance(item, Node):
+            if item.tag in BLOCK or item.tag == "br":
+                parts.append(" ")
+            stack.extend(reversed(item.children))
+        else:
+            parts.append(src[item[0] : item[1]])
+            size += item[1] - item[0]
+    return "".join(parts)
 
 
 def _within(node: Node, ancestor: Node) -> bool:

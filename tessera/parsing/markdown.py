@@ -4,6 +4,11 @@ The normalized text is the decoded source (BOM dropped, CRLF -> LF), so offsets 
 bytes exactly. Blocks come from markdown-it's top-level tokens; a heading inside a fence is
 code, not a section. An unclosed fence runs to the end of the document (CommonMark) and is
 reported as a warning on the document, never silently accepted.
+
+Binary bytes (a file signature, mostly invalid UTF-8) are refused before parsing
+(``invalid_content``, see :mod:`~tessera.parsing.validity`; the pipeline also refuses NUL and
+control bytes). Hidden HTML (comments, hidden elements) stays in the text,
+its ranges reported in ``ParsedDocument.trust`` (see :mod:`~tessera.parsing.markdown_hidden`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from markdown_it.token import Token
 
 from tessera.errors import DocumentError
 from tessera.offsets import normalize_text_bytes
-from tessera.types import Block, ParsedDocument, SourceDocument
+from tessera.parsing.markdown_hidden import hidden_spans
+from tessera.parsing.validity import check_utf8
+from tessera.types import Block, ParsedDocument, SourceDocument, TrustReport
 
 MAX_NESTING = 20
 _KINDS = {
@@ -34,13 +41,14 @@ _KINDS = {
 
 class MarkdownParser:
     name = "markdown"
-    version = "markdown-it-py/4.3.0+tessera.1"
+    version = "markdown-it-py/4.3.0+tessera.2"  # 2: trust report (hidden spans)
     content_types: tuple[str, ...] = ("text/markdown",)
 
     def __init__(self) -> None:
         self._md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
 
     def parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
+        check_utf8(doc.doc_id, raw)
         text, omap, invalid = normalize_text_bytes(raw)
         warnings: list[str] = []
         if invalid:
@@ -55,6 +63,7 @@ class MarkdownParser:
             line_starts.append(pos + 1)
             pos = text.find("\n", pos + 1)
         blocks = _blocks(tokens, text, line_starts, warnings)
+        spans = hidden_spans(text, tokens, line_starts, blocks) if "<" in text or "]:" in text else []
         return ParsedDocument(
             doc_id=doc.doc_id,
             text=text,
@@ -63,6 +72,7 @@ class MarkdownParser:
             parser=self.name,
             parser_version=self.version,
             warnings=tuple(warnings),
+            trust=TrustReport(hidden_spans=tuple(spans)),
         )
 
 

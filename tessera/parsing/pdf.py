@@ -44,7 +44,8 @@ from tessera.parsing.pdf_extract import (
 from tessera.parsing.pdf_layout import mark_headings, merge_tables, order_page, remove_running_lines
 from tessera.parsing.pdf_model import Document, Line, Page, PageContent, Table, TextBlock, pymupdf
 from tessera.parsing.pdf_tables import find_tables, strategy
-from tessera.types import Block, ParsedDocument, SourceDocument
+from tessera.parsing.trust import instruction_pieces
+from tessera.types import Block, ParsedDocument, SourceDocument, TrustReport
 
 MAX_VECTORS_FOR_TABLES = 5000
 MAX_MUPDF_WARNINGS = 10
@@ -54,7 +55,7 @@ _BULLETS = frozenset("-•▪◦*·(")
 
 class PdfParser:
     name = "pdf"
-    version = f"pymupdf-{pymupdf.VersionBind}+tessera.1"
+    version = f"pymupdf-{pymupdf.VersionBind}+tessera.2"  # 2: trust report (hidden spans dropped)
     content_types: tuple[str, ...] = ("application/pdf",)
     sandbox = SandboxLimits(wall_seconds=60, memory_mb=2048)
 
@@ -82,9 +83,10 @@ class PdfParser:
         warnings: list[str] = []
         deadline = time.monotonic() + self.ocr_budget_seconds
         pages: list[PageContent] = []
+        dropped = [0, 0]  # hidden spans dropped, of which instruction-like
         for i in range(pdf.page_count):
             try:
-                pages.append(self._page(pdf.load_page(i), i + 1, warnings, deadline))
+                pages.append(self._page(pdf.load_page(i), i + 1, warnings, deadline, dropped))
             except MemoryError:
                 raise
             except Exception as e:  # one unreadable page does not lose the others
@@ -115,9 +117,12 @@ class PdfParser:
             parser_version=self.version,
             warnings=tuple(warnings),
             layout=layout,
+            trust=TrustReport(hidden_dropped=dropped[0], instructions_dropped=dropped[1]),
         )
 
-    def _page(self, page: Page, number: int, warnings: list[str], deadline: float) -> PageContent:
+    def _page(
+        self, page: Page, number: int, warnings: list[str], deadline: float, dropped: list[int]
+    ) -> PageContent:
         text_blocks, vectors = page_dict(page)
         stats = PageStats()
         rules(vectors, stats)
@@ -135,6 +140,8 @@ class PdfParser:
         content.tables = tables
         if stats.hidden:
             warnings.append(f"hidden_text: {stats.hidden} spans on page {number}")
+            dropped[0] += stats.hidden
+            dropped[1] += instruction_pieces(stats.hidden_texts)
         if stats.ocr_layer:
             warnings.append(
                 f"ocr_text_layer: {stats.ocr_layer} invisible spans over images kept on page {number}"

@@ -38,9 +38,16 @@ _NOT_A_WORD = re.compile(
 _BAD = re.compile("[\ufffd\x00-\x08\x0b-\x1f\x7f-\x9f\ue000-\uf8ff]")
 
 
+MAX_HIDDEN_CHARS = 20_000
+"""Chars of hidden span text kept per page to classify (``PageStats.hidden_texts``)."""
+
+
 @dataclass(slots=True)
 class PageStats:
     hidden: int = 0
+    hidden_texts: list[str] = field(default_factory=list)
+    """The text of the hidden spans, in order, up to :data:`MAX_HIDDEN_CHARS` in all."""
+    hidden_chars: int = 0
     ocr_layer: int = 0
     chars: int = 0
     garbage: bool = False
@@ -168,6 +175,9 @@ def _line(spans: list[dict[str, Any]], ctx: PageContext, stats: PageStats, skip:
         vis = visibility(s, ctx)
         if vis == "hidden":
             stats.hidden += 1
+            if stats.hidden_chars < MAX_HIDDEN_CHARS:
+                stats.hidden_texts.append(text)
+                stats.hidden_chars += len(text)
             continue
         if vis == "ocr_layer":  # a scanner's OCR text: flagged like our own OCR
             stats.ocr_layer += 1
