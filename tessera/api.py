@@ -4,6 +4,9 @@ The principal comes only from the key (``X-API-Key`` header or ``Authorization: 
 mapped server-side by the configuration's ``api_keys_file``; no request can name a tenant.
 A missing or unknown key is 401; a chunk the principal may not see is 404, exactly like one
 that does not exist. Results are labelled as untrusted source data with their provenance.
+Keys, users and groups are looked up per request (``ReloadingIdentities`` follows its files);
+while they cannot be loaded every request is 503. Each retrieval is written to the audit log
+before it is answered; if that fails the answer is 503 and carries no result.
 (No ``from __future__ import annotations`` here: FastAPI reads annotations at run time.)
 """
 
@@ -16,9 +19,11 @@ from pydantic import BaseModel, Field
 
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
-from tessera.errors import AccessDenied, ModelIdentityError
+from tessera.errors import AccessDenied, AuditError, ConfigError, ModelIdentityError
+from tessera.search.audit import AuditLog, AuditRecord, fetch_record, search_record
 from tessera.search.citations import Citation, show
-from tessera.search.principal import IdentityStore, Principal
+from tessera.search.identities import IdentitySource
+from tessera.search.principal import Principal
 from tessera.search.query import SearchHit, SearchOptions, Source, for_tenant, search
 
 
@@ -91,6 +96,10 @@ class ErrorModel(BaseModel):
     detail: str
 
 
+IDENTITIES_UNAVAILABLE = "identities unavailable: every request is refused until keys and users load again"
+AUDIT_UNAVAILABLE = "audit log unavailable: nothing is returned without an audit record"
+
+
 class ChunkResponse(BaseModel):
     chunk_id: str
     text: str
@@ -100,11 +109,24 @@ class ChunkResponse(BaseModel):
 
 
 def create_app(
-    cfg: TesseraConfig, embedder: Embedder, identities: IdentityStore, others: Sequence[Embedder] = ()
+    cfg: TesseraConfig,
+    embedder: Embedder,
+    identities: IdentitySource,
+    others: Sequence[Embedder] = (),
+    audit: AuditLog | None = None,
 ) -> FastAPI:
     """The HTTP API. ``others``: models still servable (``embedding.previous``); each request is
-    embedded with the model that serves the caller's tenant."""
+    embedded with the model that serves the caller's tenant. ``identities``: a fixed
+    ``IdentityStore`` or a ``ReloadingIdentities``; ``cfg`` gives the store and the audit log
+    (``{store.work_dir}/audit``, unless ``audit`` is given)."""
     app = FastAPI(title="Tessera", version="0.1.0", description=__doc__)
+    audit_log = audit or AuditLog(cfg.store.work_dir)
+
+    def audited(record: AuditRecord) -> None:
+        try:
+            audit_log.append(record)
+        except AuditError as e:
+            raise HTTPException(status_code=503, detail=AUDIT_UNAVAILABLE) from e
 
     def principal(
         x_api_key: Annotated[str | None, Header()] = None,
@@ -113,13 +135,19 @@ def create_app(
         key = x_api_key
         if key is None and authorization and authorization.lower().startswith("bearer "):
             key = authorization[7:].strip()
-        who = identities.principal(key)
+        if not key:
+            raise HTTPException(status_code=401, detail="missing or invalid API key")
+        try:
+            who = identities.principal(key)
+        except ConfigError as e:  # a failed reload: refuse everyone, never the old identities
+            raise HTTPException(status_code=503, detail=IDENTITIES_UNAVAILABLE) from e
         if who is None:
             raise HTTPException(status_code=401, detail="missing or invalid API key")
         return who
 
     unauthorized: dict[int | str, dict[str, Any]] = {
-        401: {"model": ErrorModel, "description": "missing or invalid API key"}
+        401: {"model": ErrorModel, "description": "missing or invalid API key"},
+        503: {"model": ErrorModel, "description": "identities or the audit log unavailable"},
     }
 
     @app.get(
@@ -151,12 +179,15 @@ def create_app(
             raise HTTPException(status_code=409, detail=str(e)) from e
         except ValueError as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
+        audited(search_record("api", who.tenant, who.user, q, mode, k, [h.chunk_id for h in hits]))
         return SearchResponse(
             model_version=serving.identity.key, mode=mode, results=[HitModel.of(h) for h in hits]
         )
 
     @app.get(
-        "/chunks/{chunk_id}", response_model=ChunkResponse, responses={404: {"description": "not found"}}
+        "/chunks/{chunk_id}",
+        response_model=ChunkResponse,
+        responses={**unauthorized, 404: {"model": ErrorModel, "description": "not found"}},
     )
     def chunk_endpoint(
         who: Annotated[Principal, Depends(principal)],
@@ -165,7 +196,9 @@ def create_app(
         try:
             sl = show(cfg.store.uri, embedder, who, chunk_id)
         except (AccessDenied, ValueError) as e:
+            audited(fetch_record("api", "show", who.tenant, who.user, chunk_id, None))
             raise HTTPException(status_code=404, detail="not found") from e
+        audited(fetch_record("api", "show", who.tenant, who.user, chunk_id, sl.citation.chunk_id))
         return ChunkResponse(
             chunk_id=sl.citation.chunk_id,
             text=sl.chunk_text,

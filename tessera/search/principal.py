@@ -3,6 +3,7 @@
 * ``principal_from_config``: the tenant's user directory (operators and tests).
 * ``IdentityStore``: API keys mapped to (tenant, user) in a server-side file that holds only
   sha256 digests of the keys; the CLI's identity file holds one key and goes through it too.
+  The API server wraps it in ``identities.ReloadingIdentities``, which follows both files.
 """
 
 from __future__ import annotations
