@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test lint typecheck bench dev clean ocr browser
+.PHONY: setup run test lint typecheck bench dev clean ocr browser reliability
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory ocr
@@ -47,7 +47,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy tessera assets resources pipelines bench
 
 test: $(STAMP) browser lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard
+
+# The scenarios of ../shared/RELIABILITY.md and the safety classes, one board: `N/M scenarios hold`.
+reliability: $(STAMP) browser
+	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard --require-all-scenarios -m scenario
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

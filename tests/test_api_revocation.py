@@ -199,6 +199,7 @@ def report(name: str, seconds: float, first: bool, what: str = "refused") -> Non
     )
 
 
+@pytest.mark.scenario("F3", "safety-revocation")
 def test_removed_key_is_refused_from_the_next_request(served: Served) -> None:
     with Legit(served):
         keys = {k: v for k, v in KEYS.items() if k != "bob-key"}
@@ -227,6 +228,7 @@ def test_removed_key_is_refused_from_the_next_request(served: Served) -> None:
     served.legit_ok()
 
 
+@pytest.mark.scenario("F3", "safety-revocation")
 def test_edit_that_keeps_size_inode_and_mtime_is_seen_within_the_ttl(served: Served) -> None:
     """A coarse-timestamp or in-place edit the stat cannot see: the TTL re-read bounds it."""
     path = served.keys_path
@@ -253,6 +255,7 @@ def test_edit_that_keeps_size_inode_and_mtime_is_seen_within_the_ttl(served: Ser
     served.legit_ok()
 
 
+@pytest.mark.scenario("F3", "safety-revocation")
 def test_removed_user_is_refused(served: Served) -> None:
     with Legit(served):
         data = yaml.safe_load(served.cfg_path.read_text(encoding="utf-8"))
@@ -272,6 +275,7 @@ def test_removed_user_is_refused(served: Served) -> None:
         assert r.status_code == 200 and r.json()["results"] == []
 
 
+@pytest.mark.scenario("F3", "safety-revocation")
 def test_removed_group_hides_its_documents_but_not_the_others(served: Served) -> None:
     assert "secret.md" in served.docs("bob-key", "salary bands")
     with Legit(served):
@@ -293,6 +297,7 @@ def test_removed_group_hides_its_documents_but_not_the_others(served: Served) ->
         assert served.chunk("carol-key", served.secret).status_code == 404
 
 
+@pytest.mark.scenario("F3", "safety-revocation")
 def test_removed_tenant_is_refused(served: Served) -> None:
     assert served.search("gina-key", "dispatch").status_code == 200
     with Legit(served):
@@ -367,6 +372,7 @@ def _closed(s: Served) -> bool:
 
 
 @pytest.mark.parametrize("breaks", BREAKS, ids=[b.__name__.strip("_") for b in BREAKS])
+@pytest.mark.scenario("F3", "safety-revocation")
 def test_a_failed_reload_fails_closed_until_the_files_are_good(served: Served, breaks: Any) -> None:
     took, first = time_to(lambda: breaks(served), lambda: _closed(served), DEFAULT_TTL_S + SLACK_S)
     report(f"fail closed ({breaks.__name__.strip('_')})", took, first)
@@ -382,6 +388,7 @@ def test_a_failed_reload_fails_closed_until_the_files_are_good(served: Served, b
     assert "g.md" in served.docs("gina-key", "dispatch night shift")
 
 
+@pytest.mark.scenario("F3", "safety-revocation")
 def test_corruption_that_stat_cannot_see_fails_closed_within_the_ttl(served: Served) -> None:
     path = served.keys_path
     before = os.stat(path)

@@ -145,6 +145,7 @@ def assert_clean(project: Project) -> None:
     assert raw.lower().count(b"globex") == 0
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_api_retrievals_are_audited(api: str, project: Project) -> None:
     before = len(project.lines())
     r = get(api, "/search", q=QUERY, k=4, mode="hybrid")
@@ -184,6 +185,7 @@ def test_api_retrievals_are_audited(api: str, project: Project) -> None:
     assert_clean(project)
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_cli_retrievals_are_audited(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
     n = len(project.lines())
     assert project.cli("search", "--tenant", "acme", "--user", "alice", "--json", "--k", "3", QUERY) == 0
@@ -258,6 +260,7 @@ BREAKS = [_audit_dir_is_a_file, _log_is_a_directory, _log_is_a_symlink]
 
 
 @pytest.mark.parametrize("breaks", BREAKS, ids=[b.__name__.strip("_") for b in BREAKS])
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_an_unwritable_log_fails_the_retrieval(
     api: str,
     project: Project,
@@ -312,6 +315,7 @@ def test_the_file_is_private_append_only_and_created_on_demand(tmp_path: Path) -
     assert record.line().count(b"\n") == 1
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_concurrent_appends_are_whole_lines(tmp_path: Path) -> None:
     """Threads and processes appending big lines (over PIPE_BUF) at once: every line whole."""
     log = AuditLog(tmp_path)
@@ -354,6 +358,7 @@ def test_concurrent_appends_are_whole_lines(tmp_path: Path) -> None:
     assert len(by_user) == 11 and all(ks == list(range(100)) for ks in by_user.values())
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_no_error_body_or_log_line_carries_text_or_foreign_data(
     api: str, project: Project, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:

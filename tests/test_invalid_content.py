@@ -56,6 +56,7 @@ def by_doc(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+@pytest.mark.scenario("safety-deletion")
 def test_binary_documents_are_quarantined_and_keep_their_chunks(ws: Workspace) -> None:
     src = ws.tenant("acme", dict(GOOD))
     ws.run("acme", "r1")

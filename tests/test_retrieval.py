@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tessera.errors import AccessDenied, ModelIdentityError
+from tessera.errors import AccessDenied, ConfigError, ModelIdentityError
 from tessera.search import Principal, SearchOptions, principal_from_config, search, show
 from tessera.search.expand import merge_text, parse_expand
 from tessera.search.query import rrf
@@ -62,6 +62,7 @@ def test_indexes_are_built_at_publish(arena: Any) -> None:
 
 @pytest.mark.parametrize("indexed", [True, False], ids=["indexes", "no-indexes"])
 @pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+@pytest.mark.scenario("F1")
 def test_no_foreign_rows_and_no_starvation(arena: Any, mode: str, indexed: bool) -> None:
     if not indexed:
         table = arena.table("acme")
@@ -76,6 +77,7 @@ def test_no_foreign_rows_and_no_starvation(arena: Any, mode: str, indexed: bool)
     assert "own.md" in boss and len(boss) == 31  # the control: the twins do exist and rank
 
 
+@pytest.mark.scenario("F2")
 def test_fail_closed(arena: Any) -> None:
     cfg = arena.config()
     uri = cfg.store.uri
@@ -94,6 +96,7 @@ def test_fail_closed(arena: Any) -> None:
         _search(arena, "u", "forecast", model_version="someone-else-v9")
 
 
+@pytest.mark.scenario("F3")
 def test_revoked_reader_loses_every_path(ws: Any) -> None:
     src = ws.tenant("acme", {"a.md": "# A\n\nsecret plans for the merger\n"}, users={"u": ["staff"]})
     ws.run("acme", "r1")
@@ -214,3 +217,21 @@ def test_vector_index_is_built_and_kept_only_with_recall(tmp_path: Any) -> None:
     if "vector" in state:
         assert vector_recall(table) >= 0.95
     assert ensure_indexes(table, vector_min_rows=500) == {}  # nothing stale: nothing rebuilt
+
+
+@pytest.mark.scenario("F2")
+def test_claims_with_filter_syntax_match_nothing(arena: Any) -> None:
+    """Claims are escaped literals: quotes and filter syntax in a user or group never widen."""
+    uri = arena.config().store.uri
+    attacks = [
+        Principal("acme", "x' OR '1'='1", ()),
+        Principal("acme", "nobody", ("team') OR true OR ('",)),
+        Principal("acme", "nobody", ("exec'] ) OR array_has_any(groups, ['team",)),
+        Principal("acme", "u\\", ("\\' OR 1=1 --",)),
+    ]
+    for who in attacks:
+        for mode in ("dense", "lexical", "hybrid"):
+            assert search(uri, arena.embedder, who, "forecast", options=SearchOptions(k=50, mode=mode)) == []
+    with pytest.raises(ConfigError, match="invalid tenant id"):  # validated, never interpolated
+        search(uri, arena.embedder, Principal("acme' OR tenant='bco", "u", ("team",)), "forecast")
+    assert {h.doc_id for h in _search(arena, "u", "quarterly revenue forecast")} == {"own.md"}

@@ -34,6 +34,7 @@ def published(ws: Any, moto: MotoS3, admin: Any) -> tuple[Any, str, Any]:  # noq
     return ws, bucket, snapshot(ws, "acme")
 
 
+@pytest.mark.scenario("A6")
 def test_pagination_cut_keeps_previous_version(published: Any, moto: MotoS3) -> None:  # noqa: F811
     ws, bucket, before = published
     conn = connector(moto.endpoint, bucket, page_size=PAGE)
@@ -43,6 +44,7 @@ def test_pagination_cut_keeps_previous_version(published: Any, moto: MotoS3) -> 
     assert snapshot(ws, "acme") == before
 
 
+@pytest.mark.scenario("A6")
 def test_token_expiry_mid_listing_keeps_previous_version(published: Any, moto: MotoS3) -> None:  # noqa: F811
     ws, bucket, before = published
     conn = connector(moto.endpoint, bucket, page_size=PAGE)
@@ -53,6 +55,7 @@ def test_token_expiry_mid_listing_keeps_previous_version(published: Any, moto: M
     assert snapshot(ws, "acme") == before
 
 
+@pytest.mark.scenario("A6")
 def test_server_down_keeps_previous_version(published: Any) -> None:
     ws, bucket, before = published
     dedicated = MotoS3()

@@ -34,6 +34,7 @@ def memory(ws: Any, tenant: str, files: dict[str, str], **kw: Any) -> MemoryConn
 
 
 @pytest.mark.parametrize("failure", ["raise", "bare_list", "no_proof"])
+@pytest.mark.scenario("A6")
 def test_failed_or_unprovable_listing_deletes_nothing(ws, failure: str) -> None:  # type: ignore[no-untyped-def]
     ws.tenant("acme", docs(6))
     ws.run("acme", "r1")
@@ -55,6 +56,7 @@ def test_confirmed_empty_publishes_empty_and_touches_no_other_tenant(ws) -> None
     assert snapshot(ws, "globex") == other
 
 
+@pytest.mark.scenario("A7")
 def test_mass_deletion_guard_blocks_then_override_publishes(ws) -> None:  # type: ignore[no-untyped-def]
     ws.tenant("acme", docs(20))
     ws.run("acme", "r1")

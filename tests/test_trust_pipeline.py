@@ -58,6 +58,7 @@ def check_search(ws: Workspace, query: str, bad_ids: set[str], clean_doc: str, c
 # ----------------------------------------------------------------------------- Markdown
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_markdown_hidden_text_and_injection_are_flagged_and_left_out(ws: Workspace) -> None:
     ws.tenant(
         "acme",
@@ -135,6 +136,7 @@ HTML_PAGE = """<!doctype html><html><head><title>Fox report</title></head><body>
 """
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_html_hidden_injection_is_dropped_counted_and_zero_width_flagged(ws: Workspace) -> None:
     ws.tenant("acme", {"fox.html": HTML_PAGE, "clean.md": CLEAN_MD})
     out = ws.run("acme")
@@ -165,6 +167,7 @@ def out_warnings(ws: Workspace, doc_id: str) -> list[str]:
 # ----------------------------------------------------------------------------- PDF
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_pdf_white_on_white_instructions_are_dropped_and_counted(ws: Workspace) -> None:
     ws.tenant(
         "acme", {"hidden.pdf": F.hidden_text_pdf(), "split.pdf": F.split_hidden_pdf(), "clean.md": CLEAN_MD}
@@ -193,6 +196,7 @@ def test_pdf_white_on_white_instructions_are_dropped_and_counted(ws: Workspace) 
     assert hits(ws, "cleanmarker deploy rollbacks")[0].doc_id == "clean.md"
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_pdf_with_zero_width_text_is_flagged(ws: Workspace) -> None:
     ws.tenant("acme", {"zw.pdf": F.invisible_chars_pdf(), "clean.md": CLEAN_MD})
     ws.run("acme")
@@ -223,6 +227,7 @@ CLEAN_PY = (
 )
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_python_bidi_controls_are_flagged(ws: Workspace) -> None:
     ws.tenant("acme", {"admin.py": TROJAN, "basket.py": CLEAN_PY, "clean.md": CLEAN_MD})
     out = ws.run("acme")
@@ -240,6 +245,7 @@ def test_python_bidi_controls_are_flagged(ws: Workspace) -> None:
 # ----------------------------------------------------------------------------- logs
 
 
+@pytest.mark.scenario("F4", "safety-untrusted")
 def test_no_log_line_or_error_carries_hostile_text(ws: Workspace, caplog: pytest.LogCaptureFixture) -> None:
     secret = "zebrapayload7731"
     ws.tenant(
