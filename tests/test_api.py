@@ -3,29 +3,19 @@ and a bounded schemathesis run."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 import schemathesis
-import uvicorn
 from hypothesis import HealthCheck, given, settings
 
 from tessera.api import create_app
 from tessera.search.principal import IdentityStore, key_digest
+from tests.apiserver import serve
 
 KEYS = {"alice-key": ("acme", "alice"), "mallory-key": ("acme", "mallory"), "gina-key": ("globex", "gina")}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
@@ -47,21 +37,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any,
     )
     cfg = ws.config()
     app = create_app(cfg, ws.embedder, IdentityStore.load(cfg, keys))
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            httpx.get(f"{base}/openapi.json", timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.05)
     globex_chunk = ws.rows("globex")[0]["id"]
-    yield base, app, globex_chunk
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with serve(app) as base:
+        yield base, app, globex_chunk
 
 
 def test_auth_is_required(server: tuple[str, Any, str]) -> None:

@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +19,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from tessera.api import AUDIT_UNAVAILABLE, create_app
 from tessera.cli import main
@@ -29,6 +27,7 @@ from tessera.errors import AuditError
 from tessera.search.audit import AuditLog, AuditRecord, audit_path, fetch_record, search_record
 from tessera.search.identities import ReloadingIdentities
 from tessera.search.principal import key_digest
+from tests.apiserver import serve
 
 ACME: dict[str, str | bytes] = {
     "runbook.md": "# Runbook\n\n## Paging\n\nPage the on-call engineer with the pager tool.\n",
@@ -48,13 +47,6 @@ FIELDS = {
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Project:
@@ -110,20 +102,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
 @pytest.fixture(scope="module")
 def api(project: Project) -> Iterator[str]:
     app = create_app(project.cfg, project.ws.embedder, ReloadingIdentities.from_config(project.cfg))
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            httpx.get(f"{base}/openapi.json", timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    yield base
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with serve(app) as base:
+        yield base
 
 
 def get(base: str, path: str, key: str | None = "alice-key", **params: Any) -> httpx.Response:
