@@ -17,6 +17,8 @@ from assets.source_listing import source_listing
 from resources.runs import ALLOW_MASS_DELETE_TAG, TenantRunResource
 from tessera.listing import guard_status
 from tessera.run import gate_step, verify_step
+from tessera.store.db import connect
+from tessera.store.doctor import diagnose
 
 # Partitioned asset checks are a Dagster "preview" feature; we rely on them knowingly.
 warnings.filterwarnings("ignore", category=PreviewWarning, module="dagster")
@@ -76,4 +78,22 @@ def quality_gate(
         passed=result.status != "blocked",
         severity=AssetCheckSeverity.ERROR,
         metadata={k: v for k, v in result.as_dict().items() if v is not None},
+    )
+
+
+@asset_check(asset=published_index, partitions_def=tenant_partitions, blocking=False)
+def store_health(tenant_run: TenantRunResource, published_index: dict[str, Any]) -> AssetCheckResult:
+    """``tessera doctor`` on the published table (read-only): WARN when something is safely
+    repairable (``tessera doctor --repair``), ERROR when the table is damaged."""
+    rc = tenant_run.from_manifest(published_index, "store-health")
+    report = diagnose(connect(rc.config.store.uri, fresh=True), rc.tenant, rc.embedder.identity.key)
+    return AssetCheckResult(
+        passed=report.verdict == "ok",
+        severity=AssetCheckSeverity.ERROR if report.verdict == "damaged" else AssetCheckSeverity.WARN,
+        metadata={
+            "verdict": report.verdict,
+            "table": report.table,
+            "last_good": report.last_good.label() if report.last_good else "none",
+            "problems": "\n".join(report.problems()[:20]) or "none",
+        },
     )

@@ -72,14 +72,19 @@ def run_all(
         tenant_partitions.name or "tenants", [t for t in selected if t not in known]
     )
     results: dict[str, dict[str, Any]] = {}
-    for tenant in selected:
+    for tenant in selected:  # every tenant is attempted: one failure never stops another's publish
         res = job.execute_in_process(
             partition_key=tenant,
             instance=instance,
-            raise_on_error=True,
+            raise_on_error=False,
             run_config=QUIET,
             tags={ALLOW_MASS_DELETE_TAG: "true"} if allow_mass_delete else None,
         )
+        if not res.success:
+            failures = [e for e in res.all_events if e.is_step_failure]
+            why = failures[0].event_specific_data.error.message.strip() if failures else "run failed"  # type: ignore[union-attr]
+            results[tenant] = {"run_id": res.run_id, "error": why}
+            continue
         results[tenant] = {
             "run_id": res.run_id,
             "listing": res.output_for_node("source_listing"),
@@ -106,6 +111,9 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
     ]
     print(" | ".join(f"{c:>9}" for c in cols))
     for tenant, r in results.items():
+        if "error" in r:
+            print(f"{tenant:>9} | FAILED: {r['error'].splitlines()[0]}")
+            continue
         li, ch, em, pu = r["listing"], r["chunks"], r["embed"], r["publish"]
         row = [
             tenant,
@@ -135,8 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     results = run_all(args.config, args.fake_embedder, args.tenant, args.allow_mass_delete)
     print_summary(results)
+    failed = sorted(t for t, r in results.items() if "error" in r)
+    ok = sorted(t for t in results if t not in failed)
+    if not ok:
+        print(f"every tenant failed: {failed}", file=sys.stderr)
+        return 1
     cfg = load_config(args.config)
-    tenant = sorted(results)[0]
+    tenant = ok[0]
     embed_cfg = cfg.embedding
     embedder = (FakeEmbedderResource() if args.fake_embedder else SentenceTransformerEmbedderResource()).get(
         embed_cfg
@@ -144,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     principal = principal_from_config(cfg, tenant, args.user)
     print(f"\nsample search: tenant={tenant} user={args.user} query={args.query!r}")
     print_hits(search(cfg.store.uri, embedder, principal, args.query, k=3))
-    return 0
+    if failed:
+        print(f"\nfailed tenants (their previous versions stay current): {failed}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

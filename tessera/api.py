@@ -7,24 +7,45 @@ that does not exist. Results are labelled as untrusted source data with their pr
 Keys, users and groups are looked up per request (``ReloadingIdentities`` follows its files);
 while they cannot be loaded every request is 503. Each retrieval is written to the audit log
 before it is answered; if that fails the answer is 503 and carries no result.
+
+Every error answer has one body shape, ``{"detail": "<message>"}`` (``ErrorModel``): 400 bad
+search options, 401 no or a bad key, 404 not found (absent or unreadable alike), 405 a wrong
+method, 409 a model mismatch, 422 a bad parameter (the message names it: ``query parameter k:
+...``), 500 an unexpected error (named by type only), 503 identities, the audit log or the
+store unavailable.
 (No ``from __future__ import annotations`` here: FastAPI reads annotations at run time.)
 """
 
+import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tessera.boundary import typed
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
-from tessera.errors import AccessDenied, AuditError, ConfigError, ModelIdentityError
+from tessera.errors import (
+    AccessDenied,
+    AuditError,
+    ConfigError,
+    InternalError,
+    ModelIdentityError,
+    StoreUnavailable,
+    TesseraError,
+)
 from tessera.search.audit import AuditLog, AuditRecord, fetch_record, search_record
 from tessera.search.citations import Citation, show
 from tessera.search.identities import IdentitySource
 from tessera.search.principal import Principal
-from tessera.search.query import SearchHit, SearchOptions, Source, for_tenant, search
+from tessera.search.query import MAX_QUERY_CHARS, SearchHit, SearchOptions, Source, for_tenant, search
+
+log = logging.getLogger(__name__)
 
 
 class CitationModel(BaseModel):
@@ -93,7 +114,32 @@ class SearchResponse(BaseModel):
 
 
 class ErrorModel(BaseModel):
+    """The one body of every error answer (4xx and 5xx)."""
+
     detail: str
+
+
+def _param(loc: Sequence[Any]) -> str:
+    where, *name = [str(x) for x in loc] or ["request"]
+    return f"{where} parameter {'.'.join(name)}" if name else where
+
+
+def validation_detail(exc: RequestValidationError) -> str:
+    """FastAPI's list of validation errors as one message naming each bad parameter (never
+    echoing the value: a query may be long or private)."""
+    return "; ".join(f"{_param(err.get('loc', ()))}: {err.get('msg', 'invalid')}" for err in exc.errors())
+
+
+def unavailable(e: BaseException, cfg: TesseraConfig) -> HTTPException:
+    """503 or 500 for an error a handler did not expect: the type is named, the details (paths,
+    places) go to the server log only."""
+    err = typed(e, cfg.store.uri, cfg.store.work_dir)
+    log.error("request failed: %s: %s", type(err).__name__, err)
+    if isinstance(err, InternalError):
+        return HTTPException(status_code=500, detail=f"internal error ({type(e).__name__})")
+    if isinstance(err, StoreUnavailable):
+        return HTTPException(status_code=503, detail="index unavailable (StoreUnavailable)")
+    return HTTPException(status_code=503, detail=f"{type(err).__name__}: {err}")
 
 
 IDENTITIES_UNAVAILABLE = "identities unavailable: every request is refused until keys and users load again"
@@ -122,6 +168,22 @@ def create_app(
     app = FastAPI(title="Tessera", version="0.1.0", description=__doc__)
     audit_log = audit or AuditLog(cfg.store.work_dir)
 
+    @app.exception_handler(RequestValidationError)
+    def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": validation_detail(exc)})
+
+    @app.exception_handler(StarletteHTTPException)
+    def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = str(exc.detail)
+        if exc.status_code == 405:
+            detail = f"method {request.method} is not allowed on {request.url.path}"
+        return JSONResponse(status_code=exc.status_code, content={"detail": detail}, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        http = unavailable(exc, cfg)  # the server still logs the traceback (never swallowed)
+        return JSONResponse(status_code=http.status_code, content={"detail": http.detail})
+
     def audited(record: AuditRecord) -> None:
         try:
             audit_log.append(record)
@@ -147,7 +209,9 @@ def create_app(
 
     unauthorized: dict[int | str, dict[str, Any]] = {
         401: {"model": ErrorModel, "description": "missing or invalid API key"},
-        503: {"model": ErrorModel, "description": "identities or the audit log unavailable"},
+        422: {"model": ErrorModel, "description": "a bad parameter; the message names it"},
+        500: {"model": ErrorModel, "description": "an unexpected error, named by type only"},
+        503: {"model": ErrorModel, "description": "identities, the audit log or the store unavailable"},
     }
 
     @app.get(
@@ -161,7 +225,7 @@ def create_app(
     )
     def search_endpoint(
         who: Annotated[Principal, Depends(principal)],
-        q: Annotated[str, Query(min_length=1, max_length=2000)],
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
         k: Annotated[int, Query(ge=1, le=100)] = 5,
         mode: Annotated[Literal["dense", "lexical", "hybrid"], Query()] = "hybrid",
         expand: Annotated[str | None, Query(pattern=r"^(parent|neighbors:(1?[0-9]|20))$")] = None,
@@ -169,16 +233,25 @@ def create_app(
         as_of: datetime | None = None,
         model_version: Annotated[str | None, Query(max_length=200)] = None,
     ) -> SearchResponse:
-        opts = SearchOptions(
-            k=k, mode=mode, as_of=as_of, model_version=model_version, expand=expand, token_budget=token_budget
-        )
+        if as_of is not None and as_of.tzinfo is None:
+            as_of = as_of.replace(tzinfo=UTC)  # as on the command line: no offset means UTC
         try:
+            opts = SearchOptions(
+                k=k,
+                mode=mode,
+                as_of=as_of,
+                model_version=model_version,
+                expand=expand,
+                token_budget=token_budget,
+            )
             serving = for_tenant(cfg.store.uri, who.tenant, [embedder, *others])
             hits = search(cfg.store.uri, serving, who, q, options=opts)
         except ModelIdentityError as e:
             raise HTTPException(status_code=409, detail=str(e)) from e
         except ValueError as e:
             raise HTTPException(status_code=400, detail=str(e)) from e
+        except (TesseraError, RuntimeError, OSError) as e:  # a damaged store, a missing file
+            raise unavailable(e, cfg) from e
         audited(search_record("api", who.tenant, who.user, q, mode, k, [h.chunk_id for h in hits]))
         return SearchResponse(
             model_version=serving.identity.key, mode=mode, results=[HitModel.of(h) for h in hits]
@@ -195,9 +268,11 @@ def create_app(
     ) -> ChunkResponse:
         try:
             sl = show(cfg.store.uri, embedder, who, chunk_id)
-        except (AccessDenied, ValueError) as e:
+        except (AccessDenied, ValueError) as e:  # absent, unreadable or malformed: the same 404
             audited(fetch_record("api", "show", who.tenant, who.user, chunk_id, None))
             raise HTTPException(status_code=404, detail="not found") from e
+        except (TesseraError, RuntimeError, OSError) as e:  # a missing source blob, a damaged store
+            raise unavailable(e, cfg) from e
         audited(fetch_record("api", "show", who.tenant, who.user, chunk_id, sl.citation.chunk_id))
         return ChunkResponse(
             chunk_id=sl.citation.chunk_id,

@@ -1,6 +1,7 @@
 """The ``tessera`` command: run, search, versions, restore, config check.
 
-Exit codes: 0 success, 1 a Tessera error (message on stderr), 2 bad usage.
+Exit codes: 0 success, 1 a Tessera error, 2 bad usage, 130 interrupted; every failure is one
+line ``tessera: <ErrorType>: <message>`` on stderr, never a traceback (``tessera.boundary``).
 """
 
 from __future__ import annotations
@@ -9,21 +10,27 @@ import argparse
 import json
 import os
 import sys
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tessera import boundary
+from tessera.boundary import EXIT_INTERRUPTED, Parser, expand_option, int_option, time_option
+from tessera.cli_doctor import add_parser as add_doctor_parser
+from tessera.cli_eval import add_parser as add_eval_parser
+from tessera.cli_eval import cmd_eval, eval_chunking, eval_chunking_args
 from tessera.cli_model import add_parser as add_model_parser
 from tessera.cli_model import make_embedders
 from tessera.cli_restore import add_parser as add_restore_parser
+from tessera.cli_run import add_parser as add_run_parser
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
-from tessera.errors import AccessDenied, ConfigError, TesseraError
+from tessera.errors import AccessDenied, ConfigError, InvalidArgument, SourceBlobMissing
 from tessera.search import SearchHit, SearchOptions, principal_from_config, search, show
+from tessera.search.citations import parse_citation
 from tessera.search.principal import IdentityStore, Principal, read_identity_file
-from tessera.search.query import for_tenant
+from tessera.search.query import MAX_K, check_query, for_tenant
 
 
 def make_embedder(cfg: TesseraConfig, fake: bool) -> Embedder:
@@ -45,25 +52,6 @@ def print_hits(hits: Sequence[SearchHit]) -> None:
             print(f"   also ({src.relation}) {c.doc_id} {c.locator()}  cite {c}")
 
 
-def _parse_time(value: str) -> datetime:
-    dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-def _cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    from tessera.run import RunContext, run_tenant
-
-    embedder, *serving = make_embedders(cfg, args.fake_embedder)
-    run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-    for tenant in args.tenant or sorted(cfg.tenants):
-        rc = RunContext(
-            cfg, tenant, run_id, embedder, allow_mass_delete=args.allow_mass_delete, serving=tuple(serving)
-        )
-        summary = run_tenant(rc)
-        print(json.dumps({"tenant": tenant, **summary}, default=str))
-    return 0
-
-
 def _principal(args: argparse.Namespace, cfg: TesseraConfig) -> Principal | None:
     """From ``--identity FILE`` (an API key, resolved server-side) or the operator's
     ``--tenant/--user`` (looked up in the tenant's user directory)."""
@@ -73,25 +61,26 @@ def _principal(args: argparse.Namespace, cfg: TesseraConfig) -> Principal | None
         store = IdentityStore.load(cfg, cfg.api_keys_file)
         return store.principal(read_identity_file(Path(args.identity)))
     if not args.tenant or not args.user:
-        raise ConfigError("--identity", "give --identity FILE, or --tenant and --user")
+        raise InvalidArgument("--identity", "give --identity FILE, or --tenant and --user")
     return principal_from_config(cfg, args.tenant, args.user)
 
 
 def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.search.audit import AuditLog, search_record
 
-    principal = _principal(args, cfg)
-    embedders = make_embedders(cfg, args.fake_embedder)
-    embedder = embedders[0] if principal is None else for_tenant(cfg.store.uri, principal.tenant, embedders)
+    check_query(args.query)
     opts = SearchOptions(
         k=args.k,
         mode=args.mode,
-        as_of=_parse_time(args.as_of) if args.as_of else None,
+        as_of=args.as_of,
         model_version=args.model_version,
         expand=args.expand,
         token_budget=args.budget,
         include_flagged=args.include_flagged,
-    )
+    )  # every option checked before anything is read
+    principal = _principal(args, cfg)
+    embedders = make_embedders(cfg, args.fake_embedder)
+    embedder = embedders[0] if principal is None else for_tenant(cfg.store.uri, principal.tenant, embedders)
     counter = None
     if args.expand or args.budget:
         from tessera.chunking.tokens import load_counter
@@ -114,13 +103,14 @@ def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 def _cmd_show(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.search.audit import AuditLog, fetch_record
 
+    parse_citation(args.citation)  # a malformed citation is InvalidArgument: its syntax is public
     embedder = make_embedder(cfg, args.fake_embedder)
     principal = _principal(args, cfg)
     tenant, user = (principal.tenant, principal.user) if principal else (args.tenant, args.user)
     audit = AuditLog(cfg.store.work_dir)
     try:
         sl = show(cfg.store.uri, embedder, principal, args.citation)
-    except (AccessDenied, ValueError):
+    except AccessDenied:  # absent or unreadable: the same line either way
         audit.append(fetch_record("cli", "show", tenant, user, args.citation, None))
         print("tessera: not found", file=sys.stderr)
         return 1
@@ -139,6 +129,7 @@ def _cmd_serve(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
     if cfg.api_keys_file is None:
         raise ConfigError("api_keys_file", "tessera serve needs api_keys_file in the configuration")
+    boundary.check_listen(args.host, args.port)  # a busy port is an error line, not uvicorn's exit
     first, *others = make_embedders(cfg, args.fake_embedder)
     # keys, users and groups follow their files (revocation without a restart; fail closed)
     app = create_app(cfg, first, ReloadingIdentities.from_config(cfg), others)
@@ -198,11 +189,20 @@ def _cmd_purge(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
     validate_tenant_id(args.tenant)  # a tenant removed from the config can still be purged
     if not args.yes:
-        print(f"refusing to purge {args.tenant!r} without --yes", file=sys.stderr)
-        return 2
+        raise InvalidArgument("--yes", f"refusing to purge {args.tenant!r} without --yes")
     report = purge_tenant(connect(cfg.store.uri), cfg.store.uri, cfg.store.work_dir, args.tenant)
     print(f"purged tenant {args.tenant}: tables {report['tables']}, paths {report['paths']}")
     return 0
+
+
+def _blob_error(e: OSError, cfg: TesseraConfig) -> SourceBlobMissing | None:
+    """A missing or unreadable stored source (``<store>/_sources/<tenant>/<revision>``), typed."""
+    path = Path(str(e.filename or ""))
+    if cfg.store.uri.startswith("s3://") or path.parent.parent.name != "_sources":
+        return None
+    return SourceBlobMissing(
+        f"the source bytes of revision {path.name} are missing or unreadable in the store ({e.strerror})"
+    )
 
 
 def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
@@ -212,10 +212,17 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         from tessera.lineage_html import write_report
 
         docs = set(args.doc) if args.doc else None
-        print(write_report(_index(args, cfg), cfg.store.uri, Path(args.html), docs))
+        index = _index(args, cfg)
+        try:
+            print(write_report(index, cfg.store.uri, Path(args.html), docs))
+        except OSError as e:
+            if (missing := _blob_error(e, cfg)) is not None:
+                raise missing from e
+            raise ConfigError("--html", f"cannot write the report to {args.html}: {e.strerror or e}") from e
         return 0
     if not args.chunk_id:
-        raise ConfigError("chunk_id", "give a chunk id, or --html OUT for the tenant's report")
+        raise InvalidArgument("chunk_id", "give a chunk id, or --html OUT for the tenant's report")
+    boundary.chunk_id(args.chunk_id)
     from tessera.search.audit import AuditLog, fetch_record
 
     audit = AuditLog(cfg.store.work_dir)
@@ -225,6 +232,10 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         audit.append(fetch_record("cli", "lineage", args.tenant, None, args.chunk_id, None))
         print("tessera: not found", file=sys.stderr)
         return 1
+    except OSError as e:
+        if (missing := _blob_error(e, cfg)) is not None:
+            raise missing from e
+        raise
     audit.append(fetch_record("cli", "lineage", args.tenant, None, args.chunk_id, info["chunk_id"]))
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -234,17 +245,6 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
             print(f"{key:>24}: {value}")
     print(f"{'source_slice':>24}:\n{info['source_slice']}")
     return 0
-
-
-def _cmd_eval(args: argparse.Namespace) -> int:
-    rest = ([args.data] if args.data else []) + (["--json"] if args.json else [])
-    if args.kind == "html":
-        from tessera.evaluation.html_eval import main as html_main
-
-        return html_main(rest)
-    from tessera.evaluation.code_eval import main as code_main
-
-    return code_main(rest)
 
 
 def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
@@ -259,7 +259,7 @@ def _who(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tessera", description="Tessera: a provenance-exact RAG index.")
+    p = Parser(prog="tessera", description="Tessera: a provenance-exact RAG index.")
     p.add_argument("--config", default=os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"))
     p.add_argument(
         "--fake-embedder",
@@ -269,21 +269,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
     add_model_parser(sub)
-    r = sub.add_parser("run", help="index tenants without Dagster (the Dagster job is `make run`)")
-    r.add_argument("--tenant", action="append")
-    r.add_argument("--run-id")
-    r.add_argument(
-        "--allow-mass-delete", action="store_true", help="override the mass-deletion guard for this run"
-    )
-    r.set_defaults(func=_cmd_run)
+    add_run_parser(sub)
     s = sub.add_parser("search", help="search as a user; filters apply before ranking")
     _who(s)
-    s.add_argument("--k", type=int, default=5)
+    s.add_argument("--k", type=int_option(1, MAX_K), default=5)
     s.add_argument("--mode", choices=["dense", "lexical", "hybrid"], default="hybrid")
-    s.add_argument("--expand", help="parent or neighbors:N (small-to-big, re-authorized)")
-    s.add_argument("--budget", type=int, help="token budget of the final context")
+    s.add_argument("--expand", type=expand_option, help="parent or neighbors:N (small-to-big, re-authorized)")
+    s.add_argument("--budget", type=int_option(1), help="token budget of the final context")
     s.add_argument("--include-flagged", action="store_true", help="also return chunks flagged at parse time")
-    s.add_argument("--as-of", help="ISO-8601 time for effective dates (default: now)")
+    s.add_argument("--as-of", type=time_option, help="ISO-8601 time for effective dates (default: now, UTC)")
     s.add_argument("--model-version", help="refuse to answer unless the index uses this model version")
     s.add_argument("--json", action="store_true")
     s.add_argument("query")
@@ -294,13 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     sh.set_defaults(func=_cmd_show)
     sv = sub.add_parser("serve", help="serve the HTTP API (API-key auth)")
     sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--port", type=int_option(1, 65535), default=8000)
     sv.set_defaults(func=_cmd_serve)
     v = sub.add_parser("versions", help="list a tenant's publications")
     v.add_argument("--tenant", required=True)
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_cmd_versions)
     add_restore_parser(sub, _index)
+    add_doctor_parser(sub, lambda args, cfg: _index(args, cfg).model_key)
     src = sub.add_parser("sources", help="source connectors").add_subparsers(
         dest="sources_cmd", required=True
     )
@@ -320,31 +315,30 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--doc", action="append", help="with --html: only these documents")
     li.add_argument("--json", action="store_true")
     li.set_defaults(func=_cmd_lineage)
-    ev = sub.add_parser("eval", help="evaluations on external data: html, code, chunking")
-    ev.add_argument("kind", choices=["html", "code", "chunking"], help="chunking: see 'eval chunking -h'")
-    ev.add_argument("--data", help="the data folder (html) or package folder (code)")
-    ev.add_argument("--json", action="store_true")
+    add_eval_parser(sub)
     c = sub.add_parser("config", help="validate the configuration file")
     c.set_defaults(func=_cmd_config)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every failure is one typed line on stderr (see ``tessera.boundary``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:2] == ["eval", "chunking"]:  # its own options; reads external data by path
-        from tessera.evaluation.chunking.cli import main as chunking_main
-
-        return chunking_main(argv[2:])
-    args = build_parser().parse_args(argv)
-    if args.command == "eval":  # reads external data by path; needs no configuration
-        return _cmd_eval(args)
+    cfg: TesseraConfig | None = None
     try:
+        if (rest := eval_chunking_args(argv)) is not None:
+            return eval_chunking(rest)
+        args = build_parser().parse_args(argv)
+        if args.command == "eval":  # reads external data by path; needs no configuration
+            return cmd_eval(args)
         cfg = load_config(args.config)
         code: int = args.func(args, cfg)
         return code
-    except TesseraError as e:
-        print(f"tessera: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        print("tessera: KeyboardInterrupt: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # typed and reported, never a traceback (TESSERA_TRACEBACK=1)
+        return boundary.report(e, cfg.store.uri if cfg else None, cfg.store.work_dir if cfg else None)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from tessera.boundary import int_option, run_id_option
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
 
@@ -71,6 +72,8 @@ def cmd_model(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         print(json.dumps({"tenant": args.tenant, "active": moved.model_key, "previous": moved.previous_key}))
         return 0
     tenants = [args.tenant] if args.tenant else sorted(cfg.tenants)
+    for tenant in tenants:  # an unknown tenant is a ConfigError, never an empty status
+        cfg.tenant(tenant)
     report = [model_status(cfg, t, embedders) for t in tenants]
     if args.json:
         print(json.dumps(report, indent=2))
@@ -106,8 +109,8 @@ def cmd_maintain(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 def add_parser(sub: Any) -> None:
     mt = sub.add_parser("maintain", help="compact tables and prune old versions (tags and the last N kept)")
     mt.add_argument("--tenant")
-    mt.add_argument("--keep-versions", type=int, default=10)
-    mt.add_argument("--keep-run-tags", type=int, default=20)
+    mt.add_argument("--keep-versions", type=int_option(1), default=10)
+    mt.add_argument("--keep-run-tags", type=int_option(0), default=20)
     mt.set_defaults(func=cmd_maintain)
     m = sub.add_parser("model", help="active model per tenant: status, rollback")
     msub = m.add_subparsers(dest="model_cmd", required=True)
@@ -116,5 +119,5 @@ def add_parser(sub: Any) -> None:
     st.add_argument("--json", action="store_true")
     rb = msub.add_parser("rollback", help="make the previous model active again (its table must be retained)")
     rb.add_argument("--tenant", required=True)
-    rb.add_argument("--run-id")
+    rb.add_argument("--run-id", type=run_id_option)
     m.set_defaults(func=cmd_model)

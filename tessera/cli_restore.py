@@ -14,8 +14,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from tessera.boundary import int_option, run_id_option
 from tessera.config import TesseraConfig
-from tessera.errors import ConfigError
+from tessera.errors import InvalidArgument, PublishError
 
 IndexOf = Callable[[argparse.Namespace, TesseraConfig], Any]
 
@@ -29,12 +30,14 @@ def _cmd_restore(args: argparse.Namespace, cfg: TesseraConfig, index_of: IndexOf
     guard = RestoreGuard(t.max_delete_fraction, t.guard_min_documents)
     with tenant_lock(cfg.store.work_dir / "_locks", args.tenant):  # no run publishes in between
         table = index.table()
-        if args.tag is not None and table is not None:
+        if table is None:
+            raise PublishError(f"tenant {args.tenant!r} has no published table: there is nothing to restore")
+        if args.tag is not None:
             version = resolve_tag(table, args.tag)
         elif args.version is not None:
             version = args.version
         else:
-            raise ConfigError("--version", "give --version N or --tag NAME (see 'tessera versions')")
+            raise InvalidArgument("--version", "give --version N or --tag NAME (see 'tessera versions')")
         flags = (args.allow_untagged, args.allow_mass_delete)
         plan = index.plan_restore(version, guard, *flags)
         if args.dry_run:
@@ -63,7 +66,9 @@ def add_parser(sub: Any, index_of: IndexOf) -> None:
     rs = sub.add_parser("restore", help="republish an earlier publication as a new version")
     rs.add_argument("--tenant", required=True)
     target = rs.add_mutually_exclusive_group(required=True)
-    target.add_argument("--version", type=int, help="a publication's table version (tessera versions)")
+    target.add_argument(
+        "--version", type=int_option(1), help="a publication's table version (tessera versions)"
+    )
     target.add_argument("--tag", help="a run tag (run-<id>) or an operator tag")
     rs.add_argument(
         "--allow-untagged", action="store_true", help="also allow an internal version no publication names"
@@ -77,5 +82,5 @@ def add_parser(sub: Any, index_of: IndexOf) -> None:
         "--dry-run", action="store_true", help="print what the restore would change, change nothing"
     )
     rs.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
-    rs.add_argument("--run-id")
+    rs.add_argument("--run-id", type=run_id_option)
     rs.set_defaults(func=lambda args, cfg: _cmd_restore(args, cfg, index_of))

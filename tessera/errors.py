@@ -102,3 +102,39 @@ class QualityGateBlocked(PublishError):
 
 class AuditError(TesseraError):
     """The retrieval audit log could not be appended; the retrieval fails (no unaudited reads)."""
+
+
+class InvalidArgument(ConfigError, ValueError):
+    """A command-line option, request parameter or option value is out of range or unparsable
+    (``--k 0``, ``--as-of yesterday``, ``--expand sideways``); ``key`` names the parameter.
+    The CLI exits 2 (bad usage); it is a ``ValueError`` too, so library callers keep working."""
+
+
+class SourceBlobMissing(TesseraError):
+    """The stored source bytes of a revision are missing or unreadable, so a citation's slice
+    cannot be shown; the message names the revision (and the citation)."""
+
+
+class StoreUnavailable(TesseraError):
+    """The store (``store.uri``) could not be read or written: a damaged, missing or foreign
+    path. Raised at the CLI boundary for storage failures no narrower error explains."""
+
+
+class InternalError(TesseraError):
+    """An unexpected exception at a boundary (a bug): reported with its type and where it was
+    raised, never with its message, which might carry document text."""
+
+
+class StoreDamaged(PublishError):
+    """A tenant's table is damaged, or went back behind its publications (a deleted manifest,
+    missing index or data files): searches and runs refuse it rather than answer with wrong or
+    silently older rows. ``table`` names it, ``last_good`` the last good publication
+    (``"run-r1 (version 9)"``, empty when none is known); ``tessera doctor`` diagnoses the
+    tenant and repairs what is safe."""
+
+    def __init__(self, table: str, problem: str, last_good: str = "", tenant: str = "") -> None:
+        self.table, self.problem, self.last_good, self.tenant = table, problem, last_good, tenant
+        fix = f"tessera doctor --tenant {tenant}" if tenant else "tessera doctor --tenant <tenant>"
+        super().__init__(
+            f"table {table} is damaged: {problem}; last good publication: {last_good or 'none'}; run '{fix}'"
+        )

@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import html
 import itertools
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from tessera.sources.confine import printable
 from tessera.store.blobs import BlobStore
 from tessera.store.index import TenantIndex
 
@@ -121,6 +123,16 @@ def write_report(index: TenantIndex, index_uri: str, out: Path, doc_ids: set[str
     return page
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def md_cell(text: str) -> str:
+    """``text`` as literal Markdown table-cell content: the characters that make emphasis, code,
+    links, HTML or a cell boundary escaped, ``&`` as an entity, control characters escaped, so a
+    document id never splits a row or a column."""
+    return _MD_SPECIAL.sub(r"\\\1", printable(text).replace("&", "&amp;"))
+
+
 def provenance_sample(index: TenantIndex, doc_ids: set[str], n: int = 5) -> str:
     """A Markdown table of a few chunks of ``doc_ids``: where each came from and what made it."""
     table = index.table()
@@ -142,7 +154,7 @@ def provenance_sample(index: TenantIndex, doc_ids: set[str], n: int = 5) -> str:
             else f"{len(r['pages'] or [])} page(s)"
         )
         lines.append(
-            f"| `{r['id'][:12]}` | {r['doc_id']} @ {r['revision'][:8]} | {where} | {r['parser_version']} | "
-            f"{r['chunker_version']} | {r['model_version']} | {r['run_id']} |"
+            f"| `{r['id'][:12]}` | {md_cell(r['doc_id'])} @ {r['revision'][:8]} | {where} | "
+            f"{r['parser_version']} | {r['chunker_version']} | {r['model_version']} | {r['run_id']} |"
         )
     return "\n".join(lines)

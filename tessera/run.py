@@ -178,7 +178,8 @@ def _staged(rc: RunContext) -> tuple[list[Chunk], list[tuple[str, list[str]]]]:
     """The staged chunks and, per chunk, its ``(dup_group, dup_bands)``."""
     chunks: list[Chunk] = []
     dedup: list[tuple[str, list[str]]] = []
-    for line in (rc.workspace / "chunks.jsonl").read_text("utf-8").splitlines():
+    # split("\n"), not splitlines(): a chunk's text may hold U+2028, U+0085, \x1c (kept raw by json)
+    for line in (rc.workspace / "chunks.jsonl").read_text("utf-8").split("\n"):
         if line:
             data = json.loads(line)
             info = data.pop("dedup", None) or {}

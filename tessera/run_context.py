@@ -26,6 +26,7 @@ from tessera.sources.registry import connector_for
 from tessera.store.blobs import BlobStore
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
+from tessera.store.probe import require_conditional_put
 
 SENTENCE_VECTORS = "sentence_vectors.npy"
 SENTENCE_COUNTS = "sentence_counts.npy"
@@ -69,6 +70,8 @@ class RunContext:
 
     @cached_property
     def db(self) -> Any:
+        # C5: a run refuses an s3:// store that ignores conditional PUTs (probed once per process).
+        require_conditional_put(self.config.store.uri)
         return connect(self.config.store.uri)
 
     @cached_property

@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tessera.run import verify_step
 
 from .test_lifecycle import md_sections
@@ -31,6 +33,7 @@ def _finish(procs: list[subprocess.Popen[bytes]]) -> list[tuple[int, str]]:
     return out
 
 
+@pytest.mark.scenario("C2")
 def test_two_runs_of_one_tenant_never_publish_duplicates(ws: Any) -> None:
     ws.tenant("acme", {f"d{i:02d}.md": md_sections(f"Doc{i}", 3) for i in range(30)})
     cfg = ws.config()
@@ -49,6 +52,7 @@ def test_two_runs_of_one_tenant_never_publish_duplicates(ws: Any) -> None:
     assert again["publish"]["committed"] is False
 
 
+@pytest.mark.scenario("C2")
 def test_two_tenants_commit_at_the_same_time(ws: Any) -> None:
     for t in ("acme", "globex"):
         ws.tenant(t, {f"{t}{i}.md": md_sections(f"{t}{i}", 2) for i in range(10)})

@@ -63,6 +63,7 @@ def state(ws: Any, tenant: str = "acme") -> tuple[int, list[tuple[str, str]]]:
 
 
 @pytest.mark.parametrize("phase", ["after_staging", "during_commit", "before_bookkeeping"])
+@pytest.mark.scenario("C1", "A9")
 def test_sigkill_at_each_publish_phase(ws: Any, tmp_path: Path, phase: str) -> None:
     src = ws.tenant("acme", docs(1))
     cfg = ws.config()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from dagster import (
     DagsterInstance,
     build_asset_context,
@@ -85,6 +86,7 @@ def test_assets_can_be_called_directly(ws) -> None:  # type: ignore[no-untyped-d
     assert len(ws.rows("acme")) == chunks["chunks"]
 
 
+@pytest.mark.scenario("A1")
 def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-untyped-def]
     ws.tenant("acme", DOCS)
     ws.tenant("globex", {"x.md": "# X\n\nglobex only\n"})

@@ -36,6 +36,7 @@ def _texts(n: int) -> list[str]:
     return [f"text number {i} " + "x" * (i % 7) for i in range(n)]
 
 
+@pytest.mark.scenario("B1")
 def test_transient_failure_retries_only_the_failed_batch() -> None:
     texts = _texts(10)
     emb = Flaky(poison=texts[5], fail_times=2)
@@ -50,6 +51,7 @@ def test_transient_failure_retries_only_the_failed_batch() -> None:
     assert np.allclose(out, HashEmbedder().embed_documents(texts))
 
 
+@pytest.mark.scenario("B1", "B2")
 def test_retries_are_bounded_and_permanent_errors_are_not_retried() -> None:
     texts = _texts(4)
     emb = Flaky(poison=texts[0], fail_times=100)
@@ -72,6 +74,7 @@ def test_retries_are_bounded_and_permanent_errors_are_not_retried() -> None:
     ],
     ids=["nan", "wrong-dimension", "too-few", "empty"],
 )
+@pytest.mark.scenario("B3")
 def test_bad_vectors_are_rejected(bad) -> None:  # type: ignore[no-untyped-def]
     class Bad(HashEmbedder):
         def embed_documents(self, texts):  # type: ignore[no-untyped-def]
@@ -81,6 +84,7 @@ def test_bad_vectors_are_rejected(bad) -> None:  # type: ignore[no-untyped-def]
         embed_batches(Bad(), _texts(3), 8, RetryPolicy(max_retries=0), EmbedStats(), lambda _s: None)
 
 
+@pytest.mark.scenario("B4")
 def test_cache_reuses_vectors_and_is_keyed_by_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
     db = connect(str(tmp_path / "db"))
     emb = HashEmbedder()

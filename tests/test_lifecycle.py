@@ -111,6 +111,7 @@ class FlakyEmbedder:
 # ----------------------------------------------------------------------------- 1. no-op re-ingest
 
 
+@pytest.mark.scenario("A1")
 def test_unchanged_reingest_is_a_noop(ws: Any) -> None:
     ws.tenant("acme", {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 2)})
     first = ws.run("acme", "r1")
@@ -165,6 +166,7 @@ def test_unchanged_reingest_with_an_empty_document_is_a_noop(ws: Any) -> None:
 # ----------------------------------------------------------------------------- 2. shortened document
 
 
+@pytest.mark.scenario("A2")
 def test_shortened_document_leaves_no_stale_chunks(ws: Any) -> None:
     src = ws.tenant("acme", {"a.md": md_sections("Alpha", 5), "b.md": md_sections("Beta", 3)})
     ws.run("acme", "r1")
@@ -197,6 +199,7 @@ def out_rev(path: Path) -> str:
 # ----------------------------------------------------------------------------- 3. removed document
 
 
+@pytest.mark.scenario("A5")
 def test_removed_document_is_deleted_others_untouched(ws: Any) -> None:
     src = ws.tenant(
         "acme",
@@ -229,6 +232,7 @@ def test_removed_document_is_deleted_others_untouched(ws: Any) -> None:
 # ----------------------------------------------------------------------------- 4. ACL-only change
 
 
+@pytest.mark.scenario("A3", "F3")
 def test_acl_only_change_reuses_vectors_and_changes_readers(ws: Any) -> None:
     src = ws.tenant(
         "acme",
@@ -278,6 +282,7 @@ def test_acl_only_change_reuses_vectors_and_changes_readers(ws: Any) -> None:
 # ----------------------------------------------------------------------------- 5. embedding failures
 
 
+@pytest.mark.scenario("B1", "A10")
 def test_embedding_failure_before_publish_changes_nothing(ws: Any) -> None:
     src = ws.tenant("acme", {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 3)})
     ws.run("acme", "r1")
@@ -315,6 +320,7 @@ def test_embedding_failure_before_publish_changes_nothing(ws: Any) -> None:
     assert {r["doc_id"] for r in ws.rows("acme")} == {"a.md", "b.md", "c.md"}
 
 
+@pytest.mark.scenario("B1")
 def test_transient_embedding_failure_retries_only_that_batch(ws: Any) -> None:
     ws.tenant(
         "acme",
@@ -342,6 +348,7 @@ def test_transient_embedding_failure_retries_only_that_batch(ws: Any) -> None:
     assert cache_state(ws, "acme")[0] == unique
 
 
+@pytest.mark.scenario("B2")
 def test_permanent_embedding_error_is_not_retried(ws: Any) -> None:
     ws.tenant("acme", {"a.md": md_sections("Alpha", 3).replace("explains topic1", "explains kaboom")})
     flaky = FlakyEmbedder(ws.embedder, "kaboom", failures=None, error=PermanentEmbeddingError)
@@ -356,6 +363,7 @@ def test_permanent_embedding_error_is_not_retried(ws: Any) -> None:
 # ----------------------------------------------------------------------------- 6. model version
 
 
+@pytest.mark.scenario("B4")
 def test_new_model_version_gets_separate_tables(ws: Any) -> None:
     ws.tenant("acme", {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 2)})
     v1, v2 = ws.embedder, HashEmbedder(version="2")
@@ -411,6 +419,7 @@ def test_new_model_version_gets_separate_tables(ws: Any) -> None:
     assert {h.chunk_id for h in hits2} == {r["id"] for r in v2_rows}
 
 
+@pytest.mark.scenario("B4")
 def test_row_of_another_model_in_the_table_is_refused_at_search(ws: Any) -> None:
     ws.tenant("acme", {"a.md": md_sections("Alpha", 1)})
     ws.run("acme", "r1")
@@ -427,6 +436,7 @@ def test_row_of_another_model_in_the_table_is_refused_at_search(ws: Any) -> None
 # ----------------------------------------------------------------------------- 7. repeated text
 
 
+@pytest.mark.scenario("A1")
 def test_identical_text_at_two_offsets_keeps_two_chunks(ws: Any) -> None:
     para = "Restart the router, then wait thirty seconds before testing the connection again."
     doc = f"# Manual\n\nHow to set it up.\n\n## Setup\n\n{para}\n\n## Setup\n\n{para}\n"
@@ -456,6 +466,7 @@ def test_identical_text_at_two_offsets_keeps_two_chunks(ws: Any) -> None:
 # ----------------------------------------------------------------------------- 8. empty vs missing source
 
 
+@pytest.mark.scenario("A5", "A6")
 def test_empty_snapshot_deletes_only_that_tenant(ws: Any) -> None:
     src_a = ws.tenant("acme", {"a.md": md_sections("Alpha", 2), "sub/b.md": md_sections("Beta", 2)})
     ws.tenant("globex", {"g.md": md_sections("Globex", 2)})
@@ -486,6 +497,7 @@ def test_empty_snapshot_deletes_only_that_tenant(ws: Any) -> None:
     assert ws.rows("globex") == g_rows
 
 
+@pytest.mark.scenario("A6")
 def test_missing_source_folder_raises_and_deletes_nothing(ws: Any) -> None:
     ws.tenant("acme", {"a.md": md_sections("Alpha", 2)})
     src_g = ws.tenant("globex", {"g.md": md_sections("Globex", 2)})
@@ -507,6 +519,7 @@ def test_missing_source_folder_raises_and_deletes_nothing(ws: Any) -> None:
 # ----------------------------------------------------------------------------- 9. tenant isolation
 
 
+@pytest.mark.scenario("F1")
 def test_tenants_never_see_each_other(ws: Any) -> None:
     body = (
         "# Vacation policy\n\nEmployees of {co} get twenty days of paid vacation per year.\n\n"
@@ -632,6 +645,7 @@ def test_heading_inside_fence_is_not_a_section(ws: Any) -> None:
 # ----------------------------------------------------------------------------- 12. crash safety
 
 
+@pytest.mark.scenario("A9")
 def test_publish_crash_keeps_previous_version_and_rerun_converges(
     ws: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -677,6 +691,7 @@ def test_publish_crash_keeps_previous_version_and_rerun_converges(
     assert problems == []
 
 
+@pytest.mark.scenario("A8", "A9")
 def test_failed_commit_is_a_publish_error_and_changes_nothing(
     ws: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -701,6 +716,7 @@ def test_failed_commit_is_a_publish_error_and_changes_nothing(
     assert len(ws.rows("acme")) < len(rows)
 
 
+@pytest.mark.scenario("C1")
 def test_crash_after_commit_converges_on_rerun(ws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     src = ws.tenant("acme", {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 2)})
     ws.run("acme", "r1")
@@ -727,6 +743,7 @@ def test_crash_after_commit_converges_on_rerun(ws: Any, monkeypatch: pytest.Monk
 # ----------------------------------------------------------------------------- 13. restore
 
 
+@pytest.mark.scenario("C6")
 def test_restore_makes_first_version_current_again(ws: Any) -> None:
     src = ws.tenant("acme", {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 2)})
     v1 = ws.run("acme", "r1")["publish"]["version"]
@@ -814,6 +831,7 @@ def test_each_committed_publish_is_tagged(ws: Any) -> None:
 # ----------------------------------------------------------------------------- chunking failures
 
 
+@pytest.mark.scenario("A10")
 def test_chunking_failure_quarantines_the_document_and_keeps_its_rows(ws: Any, monkeypatch: Any) -> None:
     from tessera.chunking.structural import StructuralChunker
     from tessera.errors import ChunkingError

@@ -18,6 +18,7 @@ def _versions(table: Any) -> list[int]:
     return sorted(int(v["version"]) for v in table.list_versions())
 
 
+@pytest.mark.scenario("C4", "C6")
 def test_pruning_keeps_tags_and_the_last_versions(ws: Any) -> None:
     src = ws.tenant("acme", {"a.md": md_sections("Alpha", 2)})
     for i in range(4):  # four publications, each tagged run-r{i}, plus index builds (untagged)
@@ -56,6 +57,7 @@ def test_pruning_keeps_tags_and_the_last_versions(ws: Any) -> None:
         ctx.index.restore(int(tags_before["run-r1"]["version"]), "restore-pruned")
 
 
+@pytest.mark.scenario("C4")
 def test_maintenance_waits_for_no_publish(ws: Any) -> None:
     ws.tenant("acme", {"a.md": md_sections("Alpha", 1)})
     ws.run("acme", "r1")

@@ -40,6 +40,7 @@ def _search(ws: Workspace, embedder: HashEmbedder, tenant: str = "acme") -> list
     return [h.doc_id for h in search(cfg.store.uri, embedder, who, "invoices first day of the month", k=1)]
 
 
+@pytest.mark.scenario("B4")
 def test_backfill_serves_the_old_model_until_an_atomic_cutover_and_rolls_back(ws: Workspace) -> None:
     assert OLD.identity.key != NEW.identity.key
     ws.tenant("acme", DOCS)

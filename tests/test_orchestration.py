@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
 from dagster import (
     DagsterInstance,
     SkipReason,
@@ -51,6 +52,7 @@ def _materialize(instance, cfg_path, sources, tags=None):  # type: ignore[no-unt
     )
 
 
+@pytest.mark.scenario("A7", "D2")
 def test_guard_check_blocks_publish_until_the_override_tag(ws) -> None:  # type: ignore[no-untyped-def]
     ws.tenant("acme", {})
     cfg = ws.config()
@@ -72,6 +74,7 @@ def test_guard_check_blocks_publish_until_the_override_tag(ws) -> None:  # type:
     assert len(ws.rows("acme")) == 10
 
 
+@pytest.mark.scenario("A6")
 def test_outage_fails_the_run_before_publish(ws) -> None:  # type: ignore[no-untyped-def]
     ws.tenant("acme", {})
     cfg = ws.config()

@@ -311,6 +311,7 @@ def test_garbage_text_layer_detection() -> None:
 # ----------------------------------------------------------------------------- hidden text
 
 
+@pytest.mark.scenario("F4")
 def test_hidden_text_is_kept_out_and_counted() -> None:
     p = parsed("hidden_text_pdf")
     for marker in F.HIDDEN:
@@ -333,6 +334,7 @@ BAD = {
 
 
 @pytest.mark.parametrize(("name", "reason"), [*BAD.items(), ("empty", "empty")])
+@pytest.mark.scenario("E1", "E2")
 def test_bad_files_fail_with_a_typed_reason(name: str, reason: str) -> None:
     raw = b"" if name == "empty" else fixture(name)
     with pytest.raises(DocumentError) as e:
@@ -340,6 +342,7 @@ def test_bad_files_fail_with_a_typed_reason(name: str, reason: str) -> None:
     assert e.value.reason == reason
 
 
+@pytest.mark.scenario("E1", "E2")
 def test_bad_files_through_the_sandbox_keep_their_reason() -> None:
     raw = fixture("encrypted_pdf")
     with pytest.raises(DocumentError) as e:
@@ -349,11 +352,13 @@ def test_bad_files_through_the_sandbox_keep_their_reason() -> None:
     assert parse_document(src(good), good).text == parsed("structured_pdf").text
 
 
+@pytest.mark.scenario("E2")
 def test_owner_password_only_file_is_extracted() -> None:
     raw = fixture("owner_only_pdf")
     assert "owneronly01 Readable without a password." in PdfParser().parse(src(raw), raw).text
 
 
+@pytest.mark.scenario("E1")
 def test_repaired_file_is_parsed_with_mupdf_warnings() -> None:
     raw = F.repaired_pdf()
     p = PdfParser().parse(src(raw), raw)
@@ -361,6 +366,7 @@ def test_repaired_file_is_parsed_with_mupdf_warnings() -> None:
     assert any(w.startswith("mupdf:") and "repair" in w for w in p.warnings)
 
 
+@pytest.mark.scenario("E1", "E2")
 def test_pipeline_quarantines_bad_pdfs_and_keeps_old_chunks(ws: Any) -> None:
     good = fixture("two_column_pdf")
     corpus = ws.tenant(

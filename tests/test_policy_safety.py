@@ -231,3 +231,15 @@ def test_git_policies_fail_closed_and_nest(ws: Any, tmp_path: Path) -> None:
     assert ws.rows("acme") == before
     summary = json.dumps(ws.context("acme", "probe").index.publications(), default=str)
     assert SECRET not in summary
+
+
+@pytest.mark.scenario("safety-policy")
+def test_a_rule_covers_the_unicode_twin_of_its_name(ws: Any) -> None:
+    nfc, nfd = "board/caf\u00e9.md", "board/cafe\u0301.md"  # the same name, composed and decomposed
+    policy = f"documents:\n  - match: '{nfc}'\n    groups: [board]\n"
+    files = {"menu.md": f"# Menu\n\n{OPEN}.\n", nfd: f"# Cafe\n\n{SECRET}.\n", "_access.yaml": policy}
+    ws.tenant("acme", files, users=USERS)
+    ws.run("acme", "r1")
+    rows = {r["doc_id"]: r for r in ws.rows("acme")}
+    assert rows[nfd]["groups"] == ["board"]  # not widened to the tenant default
+    assert nfd not in _visible(ws, "alice") and nfd in _visible(ws, "bea")

@@ -116,6 +116,7 @@ def test_without_golden_questions_the_gate_is_skipped(ws: Workspace) -> None:
     assert gate["status"] == "skipped"
 
 
+@pytest.mark.scenario("D2")
 def test_dagster_blocking_check_stops_the_publish(ws: Workspace) -> None:
     from dagster import DagsterInstance, materialize
 

@@ -90,6 +90,7 @@ def test_parse_document_runs_parsers_with_limits_in_the_sandbox() -> None:
     assert worker_of(p) == sandbox.worker_pid() != os.getpid()
 
 
+@pytest.mark.scenario("E3")
 def test_timeout_kills_the_worker_and_the_next_document_gets_a_new_one() -> None:
     before = worker_of(run("ok"))
     t0 = time.monotonic()
@@ -100,6 +101,7 @@ def test_timeout_kills_the_worker_and_the_next_document_gets_a_new_one() -> None
 
 
 @pytest.mark.parametrize("action", ["segv", "abort", "exit"])
+@pytest.mark.scenario("E3")
 def test_a_crashing_parser_is_a_crash_and_the_worker_restarts(action: str) -> None:
     before = worker_of(run("ok"))
     e = fails(action)
@@ -108,6 +110,7 @@ def test_a_crashing_parser_is_a_crash_and_the_worker_restarts(action: str) -> No
     assert worker_of(run("ok")) != before
 
 
+@pytest.mark.scenario("E3")
 def test_memory_error_is_out_of_memory() -> None:
     before = worker_of(run("ok"))
     e = fails("oom")
@@ -115,6 +118,7 @@ def test_memory_error_is_out_of_memory() -> None:
     assert worker_of(run("ok")) != before  # a worker that ran out of memory is replaced
 
 
+@pytest.mark.scenario("E3")
 def test_a_killed_worker_is_out_of_memory() -> None:
     assert fails("sigkill").reason == "out_of_memory"
     assert run("ok").text.startswith("pid ")
@@ -129,6 +133,7 @@ def test_document_errors_pass_through_with_their_reason() -> None:
     assert worker_of(run("ok")) == before  # ordinary failures keep the worker
 
 
+@pytest.mark.scenario("E3")
 def test_a_worker_that_died_between_documents_is_replaced() -> None:
     pid = worker_of(run("ok"))
     os.kill(pid, signal.SIGKILL)
@@ -142,6 +147,7 @@ def test_shutdown_stops_the_worker() -> None:
     assert not _alive(pid) and sandbox.worker_pid() is None
 
 
+@pytest.mark.scenario("E3")
 def test_the_worker_never_outlives_its_parent(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(

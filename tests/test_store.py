@@ -13,6 +13,7 @@ from tessera.store.lock import tenant_lock
 from tessera.store.schema import chunk_schema
 
 
+@pytest.mark.scenario("C2")
 def test_tenant_lock_is_exclusive_per_tenant(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with tenant_lock(tmp_path, "acme"):
         with pytest.raises(TenantLockedError), tenant_lock(tmp_path, "acme"):
@@ -23,6 +24,7 @@ def test_tenant_lock_is_exclusive_per_tenant(tmp_path) -> None:  # type: ignore[
         pass
 
 
+@pytest.mark.scenario("C2")
 def test_a_second_overlapping_run_fails_cleanly(ws) -> None:  # type: ignore[no-untyped-def]
     ws.tenant("acme", {"a.md": "# A\n\nalpha\n"})
     rc = ws.context("acme", "first")
@@ -33,6 +35,7 @@ def test_a_second_overlapping_run_fails_cleanly(ws) -> None:  # type: ignore[no-
     assert len(ws.rows("acme")) == 1
 
 
+@pytest.mark.scenario("C8")
 def test_publish_guards(tmp_path) -> None:  # type: ignore[no-untyped-def]
     db = connect(str(tmp_path / "db"))
     index = TenantIndex(db, "acme", "m-1", 4)

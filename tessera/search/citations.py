@@ -15,7 +15,7 @@ from typing import Any
 
 from tessera.checks import decode_slice
 from tessera.embedding.base import Embedder
-from tessera.errors import AccessDenied
+from tessera.errors import AccessDenied, InvalidArgument, PublishError, SourceBlobMissing
 from tessera.search.principal import Principal, access_filter
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str
@@ -60,10 +60,32 @@ def citation_of(row: dict[str, Any]) -> Citation:
 
 
 def parse_citation(text: str) -> tuple[str | None, str]:
-    m = _CITATION.fullmatch(text.strip())
+    """``(tenant or None, chunk id)``; a malformed string is ``InvalidArgument`` (a ValueError)
+    naming ``citation``. Its syntax is public, so refusing it reveals nothing."""
+    m = _CITATION.fullmatch(text.strip()) if isinstance(text, str) else None
     if m is None:
-        raise ValueError(f"not a citation: {text!r} (expected tessera:<tenant>/<chunk id> or a chunk id)")
+        shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
+        raise InvalidArgument(
+            "citation", f"not a citation: {shown} (expected tessera:<tenant>/<chunk id> or a 64-hex chunk id)"
+        )
     return m["tenant"], m["id"]
+
+
+def read_source(index_uri: str, cite: Citation) -> bytes:
+    """The stored source bytes of the citation's revision (sha256 verified), or
+    ``SourceBlobMissing`` naming the revision when they are gone or unreadable."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return BlobStore(index_uri).get(cite.tenant, cite.revision)
+    except (OSError, BotoCoreError, ClientError, PublishError) as e:  # PublishError: sha256 mismatch
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        if isinstance(e, PublishError):
+            reason = "corrupt: sha256 mismatch"
+        raise SourceBlobMissing(
+            f"{cite}: the source bytes of revision {cite.revision} are missing or unreadable in "
+            f"the store ({reason})"
+        ) from e
 
 
 @dataclass(frozen=True)
@@ -104,6 +126,6 @@ def show(
     cite = citation_of(row)
     if cite.pages or cite.byte_start < 0:
         return SourceSlice(cite, row["text"], row["text"])
-    raw = BlobStore(index_uri).get(principal.tenant, row["revision"])
+    raw = read_source(index_uri, cite)
     text = decode_slice(raw, cite.byte_start, cite.byte_end, row.get("content_type"))
     return SourceSlice(cite, text, row["text"])

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tessera.embedding.base import Embedder
-from tessera.errors import ModelIdentityError
+from tessera.errors import InvalidArgument, ModelIdentityError
 from tessera.search.citations import Citation, citation_of
 from tessera.search.collapse import MAX_CANDIDATES, collapse, with_all_copies
 from tessera.search.fusion import candidate_depth, row_score
@@ -30,6 +30,7 @@ from tessera.search.lexical import flat_bm25
 from tessera.search.principal import Principal, access_filter
 from tessera.store.active import ActivePointer
 from tessera.store.db import connect
+from tessera.store.health import read_guard
 from tessera.store.index import TenantIndex
 from tessera.store.indexes import NPROBES, REFINE
 
@@ -57,14 +58,48 @@ class SearchOptions:
     None: as indexed (rows flagged ``linked_duplicate`` fold). Exact copies always fold."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.k <= 1000:
-            raise ValueError(f"k must be in [1, 1000], got {self.k}")
+        """Every option is checked here, before anything is read: a bad one is an
+        ``InvalidArgument`` (a ``ValueError``) naming it."""
+        if not _is_int(self.k) or not 1 <= self.k <= MAX_K:
+            raise InvalidArgument("k", f"must be an integer in [1, {MAX_K}], got {self.k!r}")
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.token_budget is not None and self.token_budget < 1:
-            raise ValueError("token_budget must be positive")
+            raise InvalidArgument("mode", f"must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.token_budget is not None and (not _is_int(self.token_budget) or self.token_budget < 1):
+            raise InvalidArgument("token_budget", f"must be a positive integer, got {self.token_budget!r}")
         if self.near_duplicates not in NEAR_POLICIES:
-            raise ValueError(f"near_duplicates must be one of {NEAR_POLICIES}, got {self.near_duplicates!r}")
+            raise InvalidArgument(
+                "near_duplicates", f"must be one of {NEAR_POLICIES}, got {self.near_duplicates!r}"
+            )
+        if self.as_of is not None and not isinstance(self.as_of, datetime):
+            raise InvalidArgument("as_of", f"must be a datetime, got {type(self.as_of).__name__}")
+        if self.model_version is not None and not isinstance(self.model_version, str):
+            kind = type(self.model_version).__name__
+            raise InvalidArgument("model_version", f"must be a string, got {kind}")
+        if self.expand is not None:
+            from tessera.search.expand import parse_expand  # expand imports this module
+
+            parse_expand(self.expand)
+
+
+MAX_K = 1000
+MAX_QUERY_CHARS = 2000
+"""The longest query the CLI and the API accept (the API's ``q`` has the same bound)."""
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_query(query: object, key: str = "query") -> str:
+    """The query text, or ``InvalidArgument``: it must be a non-blank string of at most
+    ``MAX_QUERY_CHARS`` characters without NUL."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument(key, "must be a non-empty text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(key, f"must be at most {MAX_QUERY_CHARS} characters, got {len(query)}")
+    if "\0" in query:
+        raise InvalidArgument(key, "must not contain NUL characters")
+    return query
 
 
 @dataclass(frozen=True)
@@ -243,7 +278,8 @@ def search(
     table = open_table(index_uri, embedder, principal.tenant)
     if table is None:
         return []
-    rows = _distinct(table, embedder, query, where, opts)
+    with read_guard(connect(index_uri), principal.tenant, ident.key):  # damaged files: StoreDamaged
+        rows = _distinct(table, embedder, query, where, opts)
     for r in (s for row in rows for s, _ in row["_sources"]):
         if r["model_version"] != ident.key:
             raise ModelIdentityError(
@@ -252,7 +288,8 @@ def search(
     if opts.expand:
         from tessera.search.expand import expand_rows
 
-        return expand_rows(table, rows, where, opts, counter)
+        with read_guard(connect(index_uri), principal.tenant, ident.key):
+            return expand_rows(table, rows, where, opts, counter)
     return [hit_from_row(r, counter) for r in rows]
 
 

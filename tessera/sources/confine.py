@@ -9,7 +9,13 @@ component swapped for a symlink between the walk and the read is refused rather 
 * ``special``: FIFOs, sockets, character and block devices (reading a FIFO would hang);
 * ``hardlink``: a regular file with more than one link (``st_nlink > 1``): its other name may
   lie in another tenant's folder, and nothing inside the root can tell;
-* ``non_utf8_name``: a name that is not valid UTF-8 (it cannot be a stable document id).
+* ``non_utf8_name``: a name that is not valid UTF-8 (it cannot be a stable document id);
+* ``control_char_name``: a name with a control character (``\\n``, ``\\r``, ``\\t``, DEL, C1)
+  or a Unicode line or paragraph separator. A document id must stay one line wherever it
+  goes (filters, workspace JSON lines, logs, reports); the skipped path is recorded escaped.
+
+Every other name the filesystem allows is indexed as it is: quotes, backslashes, ``%``, a
+leading ``-``, spaces, long names, and Unicode, where NFC and NFD spellings stay two documents.
 
 The root itself must be a real directory, not a link: configure the path it points to.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +38,7 @@ log = logging.getLogger(__name__)
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-SECURITY_SKIPS = ("symlink", "special", "hardlink", "non_utf8_name")
+SECURITY_SKIPS = ("symlink", "special", "hardlink", "non_utf8_name", "control_char_name")
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,23 @@ class WalkResult:
     """Regular files (POSIX paths relative to the root), sorted, hidden entries excluded."""
     skipped: tuple[Skipped, ...]
     hidden: int
+
+
+def name_refusal(name: str) -> str | None:
+    """``control_char_name`` when ``name`` holds a control character (category Cc: C0, DEL,
+    C1) or a line or paragraph separator (Zl, Zp), else None. Other sources can use it too."""
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in name):
+        return "control_char_name"
+    return None
+
+
+def printable(name: str) -> str:
+    """``name`` with its control characters and separators escaped (``\\n``, ``\\x1f``,
+    ``\\u2028``): safe in one log line or report cell."""
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch
+        for ch in name
+    )
 
 
 def check_root(root: Path) -> None:
@@ -150,6 +174,9 @@ def walk_confined(root: Path) -> WalkResult:
                 if name.startswith("."):
                     hidden += 1
                     continue
+                if (refused := name_refusal(name)) is not None:  # a folder: skipped with its contents
+                    skipped.append(Skipped(printable(rel), refused))
+                    continue
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError as e:
@@ -166,8 +193,10 @@ def walk_confined(root: Path) -> WalkResult:
     if skipped:
         counts = Counter(s.reason for s in skipped)
         log.warning(
-            "source %s: skipped %s (never followed or read)",
+            "source %s: skipped %s (never followed or read): %s",
             root,
             ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())),
+            ", ".join(f"{s.path!r} ({s.reason})" for s in skipped[:5])
+            + (", ..." if len(skipped) > 5 else ""),
         )
     return WalkResult(tuple(sorted(files)), tuple(skipped), hidden)

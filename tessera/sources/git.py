@@ -19,6 +19,7 @@ from tessera.config import AccessRule, TenantConfig
 from tessera.errors import ConfigError, PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
 from tessera.sources.base import DocumentFailure, Listing, Verdict, make_document
+from tessera.sources.confine import name_refusal
 from tessera.sources.policy import PolicyTree, build_tree, policy_file_kind, refuse_lookalike
 from tessera.types import SourceDocument, sha256_hex
 
@@ -155,7 +156,9 @@ class GitConnector:
                 skipped["non-utf8 name"] += 1
                 continue
             policy = policy_file_kind(rel)
-            if mode == "120000":
+            if name_refusal(rel) is not None:  # a control character or line separator in a name
+                skipped["control_char_name"] += 1
+            elif mode == "120000":
                 if policy:  # a linked policy would come from outside: fail closed, never skip
                     raise PolicyError(f"{label}:{self._path(rel)}", "an access policy may not be a symlink")
                 skipped["symlink"] += 1

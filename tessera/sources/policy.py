@@ -9,7 +9,8 @@ Fail closed, always:
 * a document whose ACL came from a policy file that has since disappeared is caught by the
   listing step (:func:`tessera.listing.diff`), which knows what the last publication used.
 
-**Matching** uses exactly the rules that select files: names are compared without case, and
+**Matching** uses exactly the rules that select files: names are compared without case and in
+Unicode NFC (a rule for ``café.md`` covers its NFD twin), and
 every extension of a content type stands for the others (``*.md`` matches ``Notes.MARKDOWN``),
 because file selection is case-insensitive and by content type too. ``*`` crosses folders.
 
@@ -22,6 +23,7 @@ that sets only dates keeps the tenant default ACL.
 from __future__ import annotations
 
 import fnmatch
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -45,7 +47,7 @@ def _canonical(name: str) -> str:
     canon = canonical_suffix(suffix) if suffix and "*" not in suffix and "?" not in suffix else None
     if canon is not None:
         name = name[: -len(suffix)] + canon
-    return name.casefold()
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def policy_file_kind(rel: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import lancedb
 
 from tessera.config import validate_tenant_id
+from tessera.errors import StoreDamaged
 
 
 def s3_storage_options() -> dict[str, str]:
@@ -36,10 +37,18 @@ def _connect(uri: str, options: tuple[tuple[str, str], ...]) -> Any:
     return lancedb.connect(uri, storage_options=dict(options) or None)
 
 
-def connect(uri: str) -> Any:
-    """The LanceDB database at ``uri``: a local folder, or ``s3://bucket/prefix``."""
+def connect(uri: str, fresh: bool = False) -> Any:
+    """The LanceDB database at ``uri``: a local folder, or ``s3://bucket/prefix``.
+
+    Connections are shared per process, and with them LanceDB's cache of index files; a
+    ``fresh`` one reads everything from the store (``tessera doctor`` checks what is stored)."""
     options = tuple(sorted(s3_storage_options().items())) if uri.startswith("s3://") else ()
-    return _connect(uri, options)
+    return _connect.__wrapped__(uri, options) if fresh else _connect(uri, options)
+
+
+def reset_connections() -> None:
+    """Forget the shared connections and their caches, as a new process would."""
+    _connect.cache_clear()
 
 
 def chunks_table_name(tenant: str, model_key: str) -> str:
@@ -54,13 +63,40 @@ def publications_table_name(tenant: str) -> str:
     return f"publications__{validate_tenant_id(tenant)}"
 
 
+_IO_MARKERS = ("LanceError(IO)", "lance error: Not found", "no longer exists. Was it cleaned up")
+"""How LanceDB reports a missing, truncated or unreadable file (messages of lancedb 0.40)."""
+_TRANSIENT = ("connect", "timed out", "timeout", "dns error", "503", "service unavailable", "slowdown")
+
+
+def is_storage_error(e: BaseException) -> bool:
+    """A LanceDB file is missing, truncated or unreadable: not a bad query, not another
+    library's error, and not a network failure of an object store (transient, not damage)."""
+    text = str(e)
+    if not isinstance(e, RuntimeError | ValueError | OSError) or any(t in text.lower() for t in _TRANSIENT):
+        return False
+    return any(m in text for m in _IO_MARKERS)
+
+
+def error_text(e: BaseException) -> str:
+    """The first line of a storage error, without the library's source paths."""
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    first = re.split(r", /(?:rustc|\S*\.cargo)/", first)[0]
+    first = re.sub(r"(?:Generic \S+ error|Wrapped error): ", "", first)
+    return re.sub(r"(Not found: )+", "Not found: ", first)[:240]
+
+
 def open_table(db: Any, name: str) -> Any | None:
-    """The table, or None when it does not exist (any other failure propagates)."""
+    """The table, or None when it does not exist. A table whose manifest cannot be read
+    (truncated, corrupt, a file it needs missing) is :class:`StoreDamaged` naming it; any
+    other failure propagates. (``tessera.store.health`` also checks a chunk table against its
+    publications: a deleted latest manifest silently opens the version before it.)"""
     try:
         return db.open_table(name)
-    except ValueError as e:
-        if "was not found" in str(e):
+    except (RuntimeError, ValueError, OSError) as e:
+        if isinstance(e, ValueError) and "was not found" in str(e):
             return None
+        if is_storage_error(e):
+            raise StoreDamaged(name, f"its manifest is unreadable: {error_text(e)}") from e
         raise
 
 

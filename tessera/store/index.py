@@ -23,6 +23,7 @@ from tessera.store.db import (
     sql_str,
     tag_for_run,
 )
+from tessera.store.health import open_checked, read_guard
 from tessera.store.indexes import ensure_indexes
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.schema import chunk_schema
@@ -90,7 +91,9 @@ class TenantIndex:
         self.last_indexes: dict[str, str] = {}
 
     def table(self) -> Any | None:
-        return open_table(self.db, self.name)
+        """The live table (None before the first build). :class:`StoreDamaged` when it is
+        unreadable, gone while publications name it, or went back behind them."""
+        return open_checked(self.db, self.tenant, self.model_key)
 
     def ensure(self) -> Any:
         table = self.table()
@@ -118,7 +121,8 @@ class TenantIndex:
             return {}
         cols = ["doc_id", "revision", "meta_hash", "chunking_config_hash"]
         has_source = "acl_source" in table.schema.names  # older tables lack it until their next publish
-        data = table.search().select(cols + ["acl_source"] * has_source).limit(None).to_arrow()
+        with read_guard(self.db, self.tenant, self.model_key):  # a damaged file is StoreDamaged
+            data = table.search().select(cols + ["acl_source"] * has_source).limit(None).to_arrow()
         sources = data.column("acl_source").to_pylist() if has_source else [None] * data.num_rows
         states: dict[str, DocState] = {}
         for doc_id, rev, meta, cfg, src in zip(
