@@ -243,8 +243,16 @@ def _quarantined(rc: RunContext) -> set[str]:
 
 
 def publish_step(rc: RunContext) -> dict[str, Any]:
-    """Stage rows, check them, then reconcile the changed documents in one commit."""
+    """Stage rows, check them, then reconcile the changed documents in one commit.
+
+    A re-execution of a publish that already committed this plan (a Dagster run retry after the
+    worker died past the commit) returns the recorded summary instead of publishing twice."""
     data, docs = _listing(rc)
+    done = rc.workspace / "publish.json"
+    if done.exists():
+        recorded: dict[str, Any] = rc.read("publish.json")
+        if recorded.get("planned_from") == data.get("planned_from"):  # this execution commits nothing
+            return {**recorded, "committed": False, "already_published": recorded.get("version")}
     chunks, dedup = _staged(rc)
     vectors = np.load(rc.workspace / "vectors.npy")
     ident = rc.embedder.identity
@@ -297,6 +305,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         "docs_removed": len(set(data["removed"]) & scope),
         "quarantined": sorted(quarantined),
         "table": rc.index.name,
+        "planned_from": data.get("planned_from", ""),
     }
     rc.write("publish.json", summary)
     for heavy in ("parsed", "chunks.jsonl", "vectors.npy", SENTENCE_VECTORS, SENTENCE_COUNTS):
