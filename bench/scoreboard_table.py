@@ -16,16 +16,11 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from tests.scoreboard import RELIABILITY
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT.parent / "shared" / "RELIABILITY.md"
-IDS = (
-    [f"A{i}" for i in range(1, 11)]
-    + [f"B{i}" for i in range(1, 5)]
-    + [f"C{i}" for i in range(1, 9)]
-    + [f"D{i}" for i in range(1, 6)]
-    + [f"E{i}" for i in range(1, 7)]
-    + [f"F{i}" for i in range(1, 5)]
-)
+IDS = RELIABILITY  # one list of scenario ids, the scoreboard plugin's
 GUARANTEES = {
     "A1": "an unchanged re-run embeds nothing and commits no version; duplicated text is embedded once; "
     "an id is never stored twice",
