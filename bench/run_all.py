@@ -12,6 +12,7 @@ BENCHES = [
     "bench.html_candidates",
     "bench.pdf_throughput",
     "bench.chunk_throughput",
+    "bench.parse_linearity",
 ]
 
 

@@ -11,6 +11,7 @@ checksum.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,10 +35,37 @@ class Draft:
     tokens: int = -1  # exact count when the chunker already measured it
 
 
+class HiddenIndex:
+    """The parser's hidden ranges, for "does ``[start, end)`` overlap one?" in O(log n).
+
+    Sorted by start with the running maximum of their ends: some range starting before
+    ``end`` reaches past ``start`` exactly when the longest-reaching of them does. Scanning
+    every range for every chunk was quadratic (thousands of titled reference definitions).
+    """
+
+    def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
+        ordered = sorted(spans)
+        self._starts = [a for a, _ in ordered]
+        self._reach: list[tuple[int, int]] = []  # the span reaching furthest among ordered[: k + 1]
+        for span in ordered:
+            if not self._reach or span[1] > self._reach[-1][1]:
+                self._reach.append(span)
+            else:
+                self._reach.append(self._reach[-1])
+
+    def witness(self, start: int, end: int) -> tuple[tuple[int, int], ...]:
+        """One hidden range overlapping ``[start, end)``, or none."""
+        k = bisect_left(self._starts, end)
+        if k and self._reach[k - 1][1] > start:
+            return (self._reach[k - 1],)
+        return ()
+
+
 def assemble(
     doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext, drafts: Sequence[Draft], version: str
 ) -> list[Chunk]:
     text, cfg_hash = parsed.text, ctx.config_hash
+    hidden = HiddenIndex(parsed.trust.hidden_spans)
     ids = [
         chunk_id(doc.tenant, doc.doc_id, doc.revision, d.start, d.end, cfg_hash, ctx.model_hash)
         for d in drafts
@@ -47,7 +75,7 @@ def assemble(
         n = d.tokens if d.tokens >= 0 else ctx.tokens(d.embedding_text)
         if n > ctx.config.max_tokens:
             raise ChunkingError(f"{doc.doc_id}[{d.start}:{d.end}] has {n} tokens > {ctx.config.max_tokens}")
-        flags = d.flags + chunk_flags(text[d.start : d.end], d.start, d.end, parsed.trust.hidden_spans)
+        flags = d.flags + chunk_flags(text[d.start : d.end], d.start, d.end, hidden.witness(d.start, d.end))
         if parsed.layout is not None:  # paginated: provenance is page + bbox
             b0, b1, pages = -1, -1, parsed.layout.spans(d.start, d.end)
             flags += ("ocr",) if parsed.layout.ocr(d.start, d.end) else ()

@@ -23,6 +23,7 @@ parts are flagged ``row_split``; nothing is ever truncated or dropped.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -175,19 +176,41 @@ def split_table(
         return [(run.start, run.end) for run in _pack(text, segs, ctx, lambda _j: r, windows)]
 
     parts: list[TablePart] = []
+    index = _CellIndex(layout)
     for run in _pack(text, units, ctx, render_for, cut_row):
         rows = (max(run.first - 1, 0), run.stop - 1)
         covered = ([HEADER] if run.first == 0 else []) + list(range(*rows))
         cells = tuple(
             CellSpan(row, col, max(cs, run.start), min(ce, run.end))
             for row in covered
-            for col, (cs, ce) in enumerate(layout.row_cells(row))
+            for col, (cs, ce) in index.near(row, run.start, run.end)
             if (cs < run.end and ce > run.start) or (cs == ce and run.start <= cs <= run.end)
         )
         flags = ("table_split", "row_split") if run.cut else ("table_split",)
         ctx_text = "" if run.first == 0 else context
         parts.append(TablePart(run.start, run.end, rows, run.first == 0, ctx_text, flags, cells))
     return parts
+
+
+class _CellIndex:
+    """The cells of a row that may touch a range, found by bisection: every ``row_split`` part
+    of a very wide row scanning all of its cells was quadratic in the row's width."""
+
+    def __init__(self, layout: TableLayout) -> None:
+        self.layout = layout
+        self._bounds: dict[int, tuple[list[int], list[int]]] = {}
+
+    def near(self, row: int, start: int, end: int) -> list[tuple[int, Span]]:
+        """``(col, cell)`` for the cells with ``cell end >= start`` and ``cell start <= end``
+        (cells are disjoint and in order, so they are one run of columns)."""
+        cells = self.layout.row_cells(row)
+        if len(cells) <= 32:
+            return list(enumerate(cells))
+        if row not in self._bounds:
+            self._bounds[row] = ([a for a, _ in cells], [b for _, b in cells])
+        starts, ends = self._bounds[row]
+        lo, hi = bisect_left(ends, start), bisect_right(starts, end)
+        return [(col, cells[col]) for col in range(lo, hi)]
 
 
 def _pack(

@@ -14,8 +14,11 @@ Pipeline (``html_*`` modules beside this one):
    collapsed, ``<pre>`` kept verbatim) as blocks: headings, paragraphs, lists, quotes,
    fences, Markdown-like tables; every char maps to its exact source byte range.
 
-Limits: pages over ``max_bytes`` or with more than ``max_elements`` elements are rejected as
-``DocumentError("too_large")``; nesting deeper than ``max_depth`` is flattened and reported.
+Limits (:class:`HtmlLimits`): pages over ``max_bytes`` or with more than ``max_elements``
+elements are rejected as ``DocumentError("too_large")``; nesting deeper than ``max_depth`` is
+flattened and reported; a parse that runs past ``wall_seconds`` is a ``timeout``. Every
+pass ticks one :class:`~tessera.parsing.budget.Deadline` per tag or element (in process:
+see :mod:`~tessera.parsing.budget` for why not in the sandbox child).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import html
 from dataclasses import dataclass
 
 from tessera.errors import DocumentError
+from tessera.parsing.budget import Deadline
 from tessera.parsing.html_content import (
     MIN_GOOD,
     Selection,
@@ -74,6 +78,7 @@ class HtmlLimits:
     max_elements: int = 500_000
     max_depth: int = 512
     max_replaced: int = 1_000_000
+    wall_seconds: float = 30.0
 
 
 def page_encoding(raw: bytes) -> str:
@@ -93,7 +98,8 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/3"  # 2: a pipe inside a table cell is escaped; 3: trust report
+    version = "tessera-html/4"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
+    # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells)
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None) -> None:
@@ -119,27 +125,31 @@ class HtmlParser:
         if len(raw) > limits.max_bytes:
             raise DocumentError(doc.doc_id, "too_large", f"{len(raw)} bytes > {limits.max_bytes}")
         check_raw(doc.doc_id, raw)  # a binary signature: invalid_content
+        deadline = Deadline(doc.doc_id, limits.wall_seconds)
         enc = detect_encoding(raw)
         src = DecodedSource.decode(raw, enc)
         src.max_replaced = limits.max_replaced
-        tree = build_tree(src.text, TreeLimits(limits.max_depth, limits.max_elements), doc.doc_id)
-        hidden = mark_hidden(tree.root, src.text)
-        order = compute_stats(tree.root, src.text)
+        deadline.check()
+        tree = build_tree(src.text, TreeLimits(limits.max_depth, limits.max_elements), doc.doc_id, deadline)
+        hidden = mark_hidden(tree.root, src.text, deadline=deadline)
+        order = compute_stats(tree.root, src.text, deadline)
         if tree.root.good < NOSCRIPT_FALLBACK and tree.noscripts:  # rendered by script: try <noscript>
             good = tree.root.good
-            hidden = mark_hidden(tree.root, src.text, keep_noscript=True)
-            order = compute_stats(tree.root, src.text)
+            hidden = mark_hidden(tree.root, src.text, keep_noscript=True, deadline=deadline)
+            order = compute_stats(tree.root, src.text, deadline)
             if tree.root.good < 2 * good + MIN_GOOD:
-                hidden = mark_hidden(tree.root, src.text)
-                order = compute_stats(tree.root, src.text)
-        sel = select_content(tree.root, order, hidden)
-        emitter = Emitter(src)
+                hidden = mark_hidden(tree.root, src.text, deadline=deadline)
+                order = compute_stats(tree.root, src.text, deadline)
+        sel = select_content(tree.root, order, hidden, deadline)
+        emitter = Emitter(src, deadline)
         if sel.lead is not None:
             emitter.walk(sel.lead)
         emitter.walk(sel.container)
         records = drop_empty_headings(emitter.records)
+        deadline.check()
         builder, blocks = assemble(records)
         text, omap = builder.build(empty_at=len(raw))
+        deadline.check()
         return ParsedDocument(
             doc_id=doc.doc_id,
             text=text,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from tessera.offsets import OffsetMapBuilder
+from tessera.parsing.budget import Deadline
 from tessera.parsing.html_content import BLOCK
 from tessera.parsing.html_inline import (
     BlockRec,
@@ -36,8 +37,9 @@ LISTS = frozenset(("ul", "ol", "dl"))
 class Emitter:
     """Walks kept nodes in document order and collects :class:`BlockRec` records."""
 
-    def __init__(self, src: DecodedSource) -> None:
+    def __init__(self, src: DecodedSource, deadline: Deadline | None = None) -> None:
         self.src = src
+        self.deadline = deadline
         self.records: list[BlockRec] = []
         self.cur: BlockRec | None = None
         self.line = Inline(src)
@@ -74,7 +76,10 @@ class Emitter:
 
     def walk(self, top: Node) -> None:
         stack: list[Node | Text | Exit] = [top]
+        deadline = self.deadline
         while stack:
+            if deadline is not None:
+                deadline.tick()
             item = stack.pop()
             if isinstance(item, tuple):
                 self.line.text(item[0], item[1])
@@ -155,7 +160,10 @@ class Emitter:
         lang = _language(node)
         text = self.src.text
         stack: list[Node | Text] = list(reversed(node.children))
+        deadline = self.deadline
         while stack:
+            if deadline is not None:
+                deadline.tick()
             item = stack.pop()
             if isinstance(item, tuple):
                 a, b = item
@@ -181,7 +189,7 @@ class Emitter:
             self.records.append(BlockRec("fence", [ops], info="```" + lang))
 
     def _table(self, table: Node) -> None:
-        records, invalid = table_records(self.src, table)
+        records, invalid = table_records(self.src, table, self.deadline)
         self.records.extend(records)
         self.invalid += invalid
 
@@ -227,7 +235,8 @@ def drop_empty_headings(records: list[BlockRec]) -> list[BlockRec]:
         if rec.kind != "heading":
             continue
         has = False
-        for nxt in records[k + 1 :]:
+        for j in range(k + 1, len(records)):  # not records[k + 1 :]: a copy per heading
+            nxt = records[j]
             if nxt.kind == "heading" and nxt.level <= rec.level:
                 break
             if nxt.kind != "heading":

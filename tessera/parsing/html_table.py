@@ -7,13 +7,20 @@ rows). Pipes, padding and the rule are width-0 chars too, and a ``|`` inside a c
 width-0 ``\\`` before it (as GFM escapes it), so the table chunker reads it as text. A
 table with nested tables, headings, ``<pre>``, huge cells or a single column is layout, not
 data: the emitter walks it as ordinary blocks.
+
+Rows are padded with empty cells to the widest row only while the padded grid stays within
+:data:`MAX_TABLE_CELLS`; a larger grid (one very wide row over many short ones) keeps each
+row's own cells, so the text grows with the page, not with rows times columns (a 157 KB
+page padded to 74 MB of text and 15 GB of memory).
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 
+from tessera.parsing.budget import Deadline
 from tessera.parsing.html_content import BLOCK
 from tessera.parsing.html_inline import BlockRec, Exit, Inline, Op, op_end
 from tessera.parsing.html_text import DecodedSource
@@ -22,7 +29,8 @@ from tessera.parsing.html_tree import HEADINGS, Node, Text
 MAX_COLSPAN = 100
 MAX_ROWSPAN = 1000
 MAX_TABLE_CELLS = 200_000
-"""Expanded cells per table; spans past this budget are not expanded."""
+"""Expanded cells per table; spans past this budget are not expanded, and rows are padded
+to the widest row only while the padded grid stays within it."""
 
 
 @dataclass
@@ -34,7 +42,9 @@ class _Row:
     cells: list[tuple[list[Op], int, int]] = field(default_factory=list)  # (ops, colspan, rowspan)
 
 
-def table_records(src: DecodedSource, table: Node) -> tuple[list[BlockRec], int]:
+def table_records(
+    src: DecodedSource, table: Node, deadline: Deadline | None = None
+) -> tuple[list[BlockRec], int]:
     """A data table as a caption paragraph (if any) and a ``table`` block; (records, invalid bytes)."""
     invalid = 0
     records: list[BlockRec] = []
@@ -43,6 +53,8 @@ def table_records(src: DecodedSource, table: Node) -> tuple[list[BlockRec], int]
     stack: list[Node | Text | Exit] = list(reversed(table.children))
     target: Inline | None = None
     while stack:
+        if deadline is not None:
+            deadline.tick()
         item = stack.pop()
         if isinstance(item, tuple):
             if target is not None:
@@ -84,7 +96,7 @@ def table_records(src: DecodedSource, table: Node) -> tuple[list[BlockRec], int]
         records.append(BlockRec("paragraph", [cap]))
     rows = [r for r in rows if r.cells]
     if rows:
-        records.append(BlockRec("table", _table_lines(rows)))
+        records.append(BlockRec("table", _table_lines(rows, deadline)))
     return records, invalid
 
 
@@ -96,7 +108,7 @@ def _span(value: str, cap: int) -> int:
     return min(max(n, 1), cap)
 
 
-def _table_lines(rows: list[_Row]) -> list[list[Op]]:
+def _table_lines(rows: list[_Row], deadline: Deadline | None = None) -> list[list[Op]]:
     """Grid with spans expanded: header line, ``| --- |`` rule, one line per row.
 
     Byte positions never go backwards along the text (so no chunk range is inverted): a
@@ -106,10 +118,13 @@ def _table_lines(rows: list[_Row]) -> list[list[Op]]:
     grid: list[tuple[_Row, list[tuple[list[Op], bool]]]] = []  # cells as (ops, is_copy)
     carry: dict[int, tuple[int, list[Op]]] = {}  # column -> (rows left, ops) for rowspans
     budget = MAX_TABLE_CELLS
+    last = -1  # the rightmost column in carry (-1: none), kept without a scan of carry
     for row in rows:
         out: list[tuple[list[Op], bool]] = []
-        queue = list(row.cells)
-        while queue or any(c >= len(out) for c in carry):
+        queue = deque(row.cells)
+        while queue or last >= len(out):
+            if deadline is not None:
+                deadline.tick()
             col = len(out)
             if col in carry:  # a cell spanning down from a row above
                 left, ops = carry[col]
@@ -118,25 +133,29 @@ def _table_lines(rows: list[_Row]) -> list[list[Op]]:
                     carry[col] = (left - 1, ops)
                 else:
                     del carry[col]
+                    if col == last:
+                        last = max(carry, default=-1)
                 continue
             if not queue:
                 out.append(([], True))  # a gap before a cell spanning down further right
                 continue
-            ops, colspan, rowspan = queue.pop(0)
+            ops, colspan, rowspan = queue.popleft()
             if budget <= 0:
                 colspan = rowspan = 1
             budget -= colspan * rowspan
             for k in range(colspan):
                 if rowspan > 1:
                     carry[len(out)] = (rowspan - 1, ops)
+                    last = max(last, len(out))
                 out.append((ops, k > 0))
         grid.append((row, out))
     width = max(len(cells) for _r, cells in grid)
+    pad = width * len(grid) <= MAX_TABLE_CELLS
     lines: list[list[Op]] = []
     for k, (row, cells) in enumerate(grid):
         pos = row.start
         line: list[Op] = []
-        for c in range(width):
+        for c in range(width if pad else len(cells)):
             line.append(("|", pos, 0))
             line.append((" ", pos, 0))
             ops, copy = cells[c] if c < len(cells) else ([], True)

@@ -9,7 +9,8 @@ elements (``script``, ``style``, ...) skipped whole. It does not reorder content
 parenting, no adoption agency), which keeps document order equal to source order.
 
 Nothing recurses: the open-element stack is a list, and nesting past ``max_depth`` is
-flattened (as Blink does at 512) and reported.
+flattened (as Blink does at 512) and reported. The tokenizer ticks the parse's
+:class:`~tessera.parsing.budget.Deadline` once per tag, comment or text run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from tessera.errors import DocumentError
+from tessera.parsing.budget import Deadline
 from tessera.parsing.html_text import unescape_attr, words
 
 Text = tuple[int, int]
@@ -52,6 +54,7 @@ BUTTON_SCOPE = SCOPE | {"button"}
 LIST_SCOPE = SCOPE | {"ol", "ul"}
 TABLE_SCOPE = frozenset(("html", "table", "template", "#root"))
 TABLE_PARTS = frozenset(("thead", "tbody", "tfoot", "tr", "td", "th", "caption", "colgroup"))
+MEDIA = frozenset(("img", "picture", "video"))
 
 _MARKUP = re.compile(r"<(?:(/?)([A-Za-z][^\t\n\f\r />]*)|(!--)|(!)|(\?)|(/))")
 _ATTR = re.compile(
@@ -69,6 +72,7 @@ class Node:
         "children",
         "drop",
         "end",
+        "ext_link",
         "forms",
         "good",
         "heads",
@@ -77,11 +81,13 @@ class Node:
         "link",
         "link_heads",
         "links",
+        "media",
         "open_end",
         "parent",
         "start",
         "tag",
         "text",
+        "top_heads",
     )
 
     def __init__(
@@ -104,6 +110,12 @@ class Node:
         self.heads = 0
         self.link_heads = 0
         self.forms = 0
+        self.top_heads = 0
+        """Kept ``h1``/``h2`` in the subtree, itself included (filled by ``compute_stats``)."""
+        self.ext_link = False
+        """A kept link to another page in the subtree (filled by ``compute_stats``)."""
+        self.media = False
+        """An ``img``/``picture``/``video`` in the subtree, dropped or not (set while building)."""
 
     def get(self, name: str) -> str:
         return self.attrs.get(name, "")
@@ -127,12 +139,14 @@ class Tree:
     noscripts: int
 
 
-def build_tree(src: str, limits: TreeLimits, doc_id: str = "?") -> Tree:
+def build_tree(src: str, limits: TreeLimits, doc_id: str = "?", deadline: Deadline | None = None) -> Tree:
     """Tokenize ``src`` and build its element tree, in one left-to-right pass."""
     b = _Builder(limits, doc_id, len(src))
     n = len(src)
     pos = 0
     while pos < n:
+        if deadline is not None:
+            deadline.tick()
         m = _MARKUP.search(src, pos)
         if m is None:
             b.text(pos, n)
@@ -296,6 +310,11 @@ class _Builder:
         parent = self.stack[-1]
         node = Node(tag, attrs, parent, start, end)
         parent.children.append(node)
+        if tag in MEDIA:  # mark the ancestors once: a subtree search per <figure> was quadratic
+            up: Node | None = node
+            while up is not None and not up.media:
+                up.media = True
+                up = up.parent
         if tag in VOID:
             return
         if len(self.stack) > self.limits.max_depth:
