@@ -159,9 +159,8 @@ def grow(
             )
             point["query_ms"] = query_latency_ms(uri, name, [0.1] * embedder.identity.dimension)
             t0 = time.perf_counter()
-            (report,) = maintain_tenant(
-                rc.db, cfg.store.work_dir, "acme", [name], keep_versions, keep_run_tags
-            )
+            reports = maintain_tenant(rc.db, cfg.store.work_dir, "acme", None, keep_versions, keep_run_tags)
+            report = next(r for r in reports if r.table == name)
             point["maintain_s"] = round(time.perf_counter() - t0, 3)
             point["versions_after"] = report.versions_after
             point["open_ms_after"] = open_latency_ms(uri, name)

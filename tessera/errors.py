@@ -125,6 +125,11 @@ class InternalError(TesseraError):
     raised, never with its message, which might carry document text."""
 
 
+class TransientStoreError(PublishError):
+    """The object store kept answering 503 / SlowDown or timing out through every retry of a
+    commit: nothing was published, and the run can be retried as it is (retryable)."""
+
+
 class StoreDamaged(PublishError):
     """A tenant's table is damaged, or went back behind its publications (a deleted manifest,
     missing index or data files): searches and runs refuse it rather than answer with wrong or
@@ -137,4 +142,17 @@ class StoreDamaged(PublishError):
         fix = f"tessera doctor --tenant {tenant}" if tenant else "tessera doctor --tenant <tenant>"
         super().__init__(
             f"table {table} is damaged: {problem}; last good publication: {last_good or 'none'}; run '{fix}'"
+        )
+
+
+class UnsafeStoreError(ConfigError):
+    """The object store ignores conditional PUTs: concurrent writers would lose commits."""
+
+    def __init__(self, uri: str, detail: str) -> None:
+        super().__init__(
+            "store.uri",
+            f"{uri} does not honour conditional PUT (If-None-Match: *): {detail}. Concurrent writers "
+            "would silently lose commits, so runs are refused. Use a store with conditional writes "
+            f"(AWS S3, recent MinIO), or set TESSERA_SINGLE_WRITER=1 once you guarantee that one "
+            "process at a time writes this store",
         )

@@ -98,6 +98,8 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
             continue
         (out_dir / _doc_file(doc_id)).write_text(json.dumps(parsed_to_json(result)), encoding="utf-8")
         parsed.append(doc_id)
+        if not result.text.strip() and not any(w.startswith("no_text") for w in result.warnings):
+            result = replace(result, warnings=(*result.warnings, "no_text: the document yielded no text"))
         if result.warnings:
             warnings[doc_id] = list(result.warnings)
         t = result.trust
@@ -157,11 +159,18 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
             name = f.split(":", 1)[0]
             flags[name] = flags.get(name, 0) + 1
     (rc.workspace / "chunks.jsonl").write_text("\n".join(lines), encoding="utf-8")
-    rc.write("chunk_report.json", {"quarantined": quarantined})
+    # never silent: a document that yields no chunk is named (and counts as lost for the deletion guard)
+    empty = sorted(set(report["parsed"]) - {q["doc_id"] for q in quarantined} - {c.doc_id for c in chunks})
+    for doc_id in empty:
+        log.warning(
+            "%s/%s yielded no chunks (%s)", rc.tenant, doc_id, "; ".join(report["warnings"].get(doc_id, []))
+        )
+    rc.write("chunk_report.json", {"quarantined": quarantined, "empty": empty})
     tokens = [c.token_count for c in chunks]
     return {
         "chunks": len(lines),
         "quarantined": len(quarantined),
+        "empty_documents": len(empty),
         "max_tokens": max(tokens, default=0),
         "mean_tokens": round(float(np.mean(tokens)), 1) if tokens else 0.0,
         "flags": flags,

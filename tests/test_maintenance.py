@@ -49,6 +49,11 @@ def test_pruning_keeps_tags_and_the_last_versions(ws: Any) -> None:
         assert int(tag["version"]) in after, name
     assert int(tags_before["run-r3"]["version"]) in after
     assert after[-2:] == sorted(report.kept)[-2:]  # the last versions are kept
+    # and nothing else: the untagged versions between the operator's old tag and the last two
+    # are pruned too (an old tag pins its own version, not every later one)
+    tagged = {int(t["version"]) for t in tags.values()}
+    assert set(after) == tagged | set(after[-2:]) == set(report.kept)
+    assert any(v not in after for v in range(min(tagged), after[-2]))
     assert ws.rows("acme") == rows  # maintenance never changes what is served
     v_release = int(tags["release-1"]["version"])
     ctx.index.restore(v_release, "restore-release")  # a kept version can be restored

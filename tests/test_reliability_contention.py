@@ -38,7 +38,13 @@ from .test_lifecycle import md_sections
 ROOT = Path(__file__).resolve().parent.parent
 RUN_BOUND_S = 150.0
 FAIL_BOUND_S = 90.0
-TYPED_RETRYABLE = ("TenantLockedError", "StalePlanError", "Commit conflict", "TooMuchWriteContention")
+TYPED_RETRYABLE = (
+    "TenantLockedError",
+    "StalePlanError",
+    "Commit conflict",
+    "TooMuchWriteContention",
+    "TransientStoreError",
+)
 TENANTS = ("acme", "globex", "initech")
 
 

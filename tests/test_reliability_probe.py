@@ -16,10 +16,9 @@ import pyarrow as pa
 import pytest
 
 from tessera.cli import main
-from tessera.errors import ConfigError
+from tessera.errors import ConfigError, UnsafeStoreError
 from tessera.store.probe import (
     SINGLE_WRITER_ENV,
-    UnsafeStoreError,
     forget_verdicts,
     probe_conditional_put,
     require_conditional_put,

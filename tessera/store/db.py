@@ -68,6 +68,12 @@ _IO_MARKERS = ("LanceError(IO)", "lance error: Not found", "no longer exists. Wa
 _TRANSIENT = ("connect", "timed out", "timeout", "dns error", "503", "service unavailable", "slowdown")
 
 
+def is_transient_store_error(e: BaseException) -> bool:
+    """An object store answered 503 / SlowDown, timed out or dropped the connection: the same
+    request may well succeed a moment later (a throttled or contended store)."""
+    return isinstance(e, RuntimeError | ValueError | OSError) and any(t in str(e).lower() for t in _TRANSIENT)
+
+
 def is_storage_error(e: BaseException) -> bool:
     """A LanceDB file is missing, truncated or unreadable: not a bad query, not another
     library's error, and not a network failure of an object store (transient, not damage)."""
@@ -117,6 +123,11 @@ def create_or_open(db: Any, name: str, data: Any, schema: Any) -> Any | None:
 
 
 def list_tables(db: Any) -> list[str]:
+    """Every table of the store. A local store path that is a file (not a folder, not absent)
+    is :class:`StoreDamaged`: LanceDB would list it as an empty store."""
+    uri = str(getattr(db, "uri", ""))
+    if uri and "://" not in uri and os.path.lexists(uri) and not os.path.isdir(uri):
+        raise StoreDamaged(uri, "the store path is not a folder")
     names: list[str] = []
     token = None
     while True:

@@ -144,13 +144,15 @@ def search_check(table: Any, rows: int) -> Finding:
 
 
 def tag_check(table: Any, versions: list[int], pubs: list[Publication], lost: set[Publication]) -> Finding:
-    """Every publication's tag resolves to its version. Tags and versions pruned by maintenance
-    (older than the oldest version kept) are fine; so are publications a re-point left behind."""
+    """Every publication's tag resolves to its version. A publication whose version and tag are
+    both gone was pruned by maintenance (which deletes a run tag before its version, and may
+    prune between an operator's old tag and the last versions), which is fine; so are
+    publications a re-point left behind. A tag that outlives its version is damage."""
     try:
         tags = {name: int(t["version"]) for name, t in table.tags.list().items()}
     except Exception as e:
         return Finding("damaged", f"tags unreadable: {_storage(e)}")
-    oldest, latest, have = min(versions, default=0), int(table.version), set(versions)
+    latest, have = int(table.version), set(versions)
     retag: list[str] = []
     broken: list[str] = []
     pruned = 0
@@ -159,7 +161,7 @@ def tag_check(table: Any, versions: list[int], pubs: list[Publication], lost: se
             continue
         at = tags.get(p.tag) if p.tag else p.version
         if p.version not in have:
-            if p.version < oldest and at is None:
+            if at is None:
                 pruned += 1
             else:
                 broken.append(f"{p.label()}: its version is gone")

@@ -14,10 +14,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from tessera.errors import PublishError
+from tessera.errors import PublishError, TransientStoreError
 from tessera.store.db import (
     chunks_table_name,
     create_or_open,
+    is_transient_store_error,
     open_table,
     publications_table_name,
     sql_str,
@@ -26,6 +27,7 @@ from tessera.store.db import (
 from tessera.store.health import open_checked, read_guard
 from tessera.store.indexes import ensure_indexes
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
+from tessera.store.retry import COMMIT_ATTEMPTS, retrying
 from tessera.store.schema import chunk_schema
 
 
@@ -142,30 +144,41 @@ class TenantIndex:
         tag = self._free_tag(table, run_id)
         where = f"doc_id IN ({_in_list(sorted(scope))})"
         try:
-            if rows.num_rows == 0:
-                before = int(table.count_rows(where))
-                if before == 0:  # e.g. documents without chunks: nothing to delete, no commit
-                    return PublishResult(committed=False, version=int(table.version))
-                table.delete(where)
-                inserted = updated = 0
-                deleted = before
-            else:
-                res = (
-                    table.merge_insert("id")
-                    .when_matched_update_all(
-                        where="target.checksum != source.checksum OR target.meta_hash != source.meta_hash"
-                    )
-                    .when_not_matched_insert_all()
-                    .when_not_matched_by_source_delete(where)
-                    .execute(rows.cast(self.schema))
-                )
-                inserted, updated, deleted = res.num_inserted_rows, res.num_updated_rows, res.num_deleted_rows
+            inserted, updated, deleted = retrying(lambda: self._merge(table, rows, where))
         except Exception as e:
+            if is_transient_store_error(e):
+                raise TransientStoreError(
+                    f"commit to {self.name} failed after {COMMIT_ATTEMPTS} attempts, the store is "
+                    f"throttling or unreachable (retry the run): {e}"
+                ) from e
             raise PublishError(f"commit to {self.name} failed: {e}") from e
+        if inserted is None:  # e.g. documents without chunks: nothing to delete, no commit
+            return PublishResult(committed=False, version=int(table.version))
         self._refresh_indexes(table)
         result = PublishResult(True, int(table.version), inserted, updated, deleted, tag=tag)
         self._record(table, "publish", result, run_id, config_hash)
         return result
+
+    def _merge(self, table: Any, rows: pa.Table, where: str) -> tuple[Any, int, int]:
+        """One commit: ``rows`` replace the rows ``where`` selects. Idempotent, so a retry after
+        a throttled request cannot publish twice (the second pass matches every checksum).
+        ``(None, 0, 0)`` when there is nothing to commit."""
+        if rows.num_rows == 0:
+            before = int(table.count_rows(where))
+            if before == 0:
+                return None, 0, 0
+            table.delete(where)
+            return 0, 0, before
+        res = (
+            table.merge_insert("id")
+            .when_matched_update_all(
+                where="target.checksum != source.checksum OR target.meta_hash != source.meta_hash"
+            )
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(where)
+            .execute(rows.cast(self.schema))
+        )
+        return res.num_inserted_rows, res.num_updated_rows, res.num_deleted_rows
 
     @staticmethod
     def _free_tag(table: Any, run_id: str) -> str:

@@ -2,25 +2,30 @@
 
 Kept, always: the last ``keep_versions`` versions, every version with a tag that is not a
 run tag (tags an operator set by hand), and the versions of the last ``keep_run_tags``
-publications (``run-…`` tags). Older run tags are deleted first, then LanceDB removes the
-versions older than the oldest kept one (it refuses to remove a tagged version, which is a
-second guard). The whole pass holds the tenant's publish lock, so no run of that tenant
-commits while it runs; files younger than LanceDB's safety window (7 days) that no version
-references yet are never deleted, so a writer in another process is not disturbed.
+publications (``run-…`` tags). Older run tags are deleted first; then Lance removes every
+untagged version outside the last ``keep_versions``, including those *between* tagged ones,
+so an operator's old tag keeps its own version and no other. (``Table.optimize`` of lancedb
+0.40 prunes only below the oldest tagged version and raises when one is older, so an old tag
+pinned every later version; pruning here goes through pylance's ``cleanup_old_versions``
+with ``error_if_tagged_old_versions=False``, which skips tagged versions instead.)
+
+The tenant's publications log and embedding caches are compacted and pruned too (no tags:
+their rows are all kept, only old versions go), so a tenant's open cost stays flat however
+often it publishes. The whole pass holds the tenant's publish lock, so no run of that tenant
+commits while it runs; files younger than Lance's safety window (7 days) that no version
+references are never deleted, so a writer in another process is not disturbed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from tessera.config import validate_tenant_id
-from tessera.store.db import list_tables, open_table
+from tessera.store.db import list_tables, open_table, publications_table_name
 from tessera.store.lock import tenant_lock
-
-_MARGIN = timedelta(milliseconds=100)
 
 
 @dataclass
@@ -33,9 +38,16 @@ class MaintenanceReport:
     compacted: bool = False
 
 
-def _ts(v: dict[str, Any]) -> datetime:
-    t: datetime = v["timestamp"]
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+def _versions(table: Any) -> list[int]:
+    return sorted(int(v["version"]) for v in table.list_versions())
+
+
+def _prune(table: Any, keep_versions: int) -> None:
+    """Remove every untagged version but the last ``keep_versions`` (tagged ones stay)."""
+    table.to_lance().cleanup_old_versions(
+        older_than=timedelta(0), retain_versions=keep_versions, error_if_tagged_old_versions=False
+    )
+    table.checkout_latest()
 
 
 def maintain_table(table: Any, keep_versions: int, keep_run_tags: int) -> MaintenanceReport:
@@ -44,23 +56,34 @@ def maintain_table(table: Any, keep_versions: int, keep_run_tags: int) -> Mainte
     report = MaintenanceReport(table=table.name)
     table.optimize()  # compaction and index refresh: a new version, same rows
     report.compacted = True
-    versions = sorted(table.list_versions(), key=lambda v: int(v["version"]))
+    versions = _versions(table)
     report.versions_before = len(versions)
     tags = {name: int(t["version"]) for name, t in table.tags.list().items()}
     run_tags = sorted((n for n in tags if n.startswith("run-")), key=lambda n: tags[n])
     expired = run_tags[: max(0, len(run_tags) - keep_run_tags)]
-    keep = {int(v["version"]) for v in versions[-keep_versions:]}
+    keep = set(versions[-keep_versions:])
     keep |= {v for n, v in tags.items() if n not in expired}
     for name in expired:
         if tags[name] not in keep:
             table.tags.delete(name)
             report.run_tags_deleted.append(name)
-    oldest = min(_ts(v) for v in versions if int(v["version"]) in keep)
-    older_than = datetime.now(UTC) - oldest + _MARGIN  # the margin keeps ``oldest`` itself
-    if older_than > _MARGIN:
-        table.optimize(cleanup_older_than=older_than)
-    report.kept = sorted(keep)
-    report.versions_after = len(table.list_versions())
+    _prune(table, keep_versions)
+    after = _versions(table)
+    report.kept = sorted(keep & set(after))
+    report.versions_after = len(after)
+    return report
+
+
+def maintain_log(table: Any, keep_versions: int) -> MaintenanceReport:
+    """Compact an append-only table (publications log, embedding cache) and prune its versions."""
+    if keep_versions < 1:
+        raise ValueError("keep_versions must be >= 1")
+    report = MaintenanceReport(table=table.name, versions_before=len(table.list_versions()))
+    table.optimize()
+    report.compacted = True
+    _prune(table, keep_versions)
+    report.kept = _versions(table)
+    report.versions_after = len(report.kept)
     return report
 
 
@@ -72,13 +95,23 @@ def maintain_tenant(
     keep_versions: int = 10,
     keep_run_tags: int = 20,
 ) -> list[MaintenanceReport]:
-    """Maintain the tenant's tables (default: every model's) under the tenant's publish lock."""
+    """Maintain ``table_names`` (chunk tables) under the tenant's publish lock; by default every
+    model's chunk table, then the tenant's embedding caches and its publications log."""
+    tenant = validate_tenant_id(tenant)
+    logs: list[str] = []
     if table_names is None:
-        table_names = [n for n in list_tables(db) if n.startswith(f"chunks__{validate_tenant_id(tenant)}__")]
+        names = list_tables(db)
+        table_names = [n for n in names if n.startswith(f"chunks__{tenant}__")]
+        logs = [n for n in names if n.startswith(f"embed_cache__{tenant}__")]
+        logs += [n for n in names if n == publications_table_name(tenant)]
     out = []
     with tenant_lock(work_dir / "_locks", tenant):
         for name in table_names:
             table = open_table(db, name)
             if table is not None:
                 out.append(maintain_table(table, keep_versions, keep_run_tags))
+        for name in logs:
+            table = open_table(db, name)
+            if table is not None:
+                out.append(maintain_log(table, keep_versions))
     return out

@@ -31,27 +31,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from tessera.errors import ConfigError, PublishError
+from tessera.errors import PublishError, UnsafeStoreError
 
 log = logging.getLogger(__name__)
 
-SINGLE_WRITER_ENV = "TESSERA_SINGLE_WRITER"
+SINGLE_WRITER_ENV = "TESSERA_SINGLE_WRITER"  # named in UnsafeStoreError's message
 ROUNDS = 3
 _REFUSED = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 _UNSUPPORTED = {"NotImplemented", "501"}
-
-
-class UnsafeStoreError(ConfigError):
-    """The object store ignores conditional PUTs: concurrent writers would lose commits."""
-
-    def __init__(self, uri: str, detail: str) -> None:
-        super().__init__(
-            "store.uri",
-            f"{uri} does not honour conditional PUT (If-None-Match: *): {detail}. Concurrent writers "
-            "would silently lose commits, so runs are refused. Use a store with conditional writes "
-            f"(AWS S3, recent MinIO), or set {SINGLE_WRITER_ENV}=1 once you guarantee that one "
-            "process at a time writes this store",
-        )
 
 
 @dataclass(frozen=True)
