@@ -21,7 +21,7 @@ def _reports(ws: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     ("name", "body"),
     [
         ("blank.md", "   \n\n\t\n"),
-        ("blank.txt", "\n \n"),
+        ("blank.py", "\n \n"),
         ("empty.html", "<html><head><title></title></head><body>  </body></html>"),
     ],
 )
@@ -39,7 +39,7 @@ def test_a_document_without_text_is_reported_not_published_silently(ws: Any, nam
 
 
 def test_documents_with_text_are_not_reported_empty(ws: Any) -> None:
-    ws.tenant("acme", {**GOOD, "b.md": "# B\n\nAnother document.\n", "c.txt": "plain text\n"})
+    ws.tenant("acme", {**GOOD, "b.md": "# B\n\nAnother document.\n", "c.py": "def f():\n    return 1\n"})
     out = ws.run("acme", "r1")
     parse, chunk = _reports(ws, "r1")
     assert chunk["empty"] == [] and out["chunk"]["empty_documents"] == 0

@@ -29,6 +29,7 @@ from dagster import DagsterInstance, materialize
 from assets import INDEXING_ASSETS, INDEXING_CHECKS
 from resources import ConfiguredSourceResource, FakeEmbedderResource, TenantRunResource, TesseraConfigResource
 from tessera.store.probe import forget_verdicts
+from tessera.store.retry import COMMIT_ATTEMPTS
 from tests.conftest import Workspace
 from tests.s3server import MotoS3, ThrottlingProxy
 from tests.test_s3_source import admin, moto, new_bucket  # noqa: F401
@@ -194,7 +195,9 @@ def test_throttled_commits_fail_typed_within_the_bound_and_a_later_run_publishes
             chain.append(f"{error.cls_name}: {error.message}")
             error = error.cause
         text = "\n".join(chain)
-        assert "PublishError" in text and "commit to chunks__acme__" in text, text[-2000:]
+        # a PublishError that says it is worth retrying: the store refused every attempt
+        assert "TransientStoreError" in text and "commit to chunks__acme__" in text, text[-2000:]
+        assert f"failed after {COMMIT_ATTEMPTS} attempts" in text and "retry the run" in text
         assert "allow_retries=False" not in text  # not a permanent failure: a retry may succeed
         print(f"\nC3: the throttled commit failed after {elapsed:.1f} s ({hits} manifest PUTs answered 503)")
 

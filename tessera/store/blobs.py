@@ -24,11 +24,14 @@ class BlobStore:
         self.s3: Any = None
         if index_uri.startswith("s3://"):
             import boto3
+            from botocore.config import Config
 
             bucket, _, prefix = index_uri[len("s3://") :].partition("/")
             self.bucket, self.prefix = bucket, (prefix.strip("/") + "/_sources").lstrip("/")
             endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-            self.s3 = boto3.client("s3", endpoint_url=endpoint)
+            # botocore's standard mode retries 503 SlowDown and timeouts with jittered backoff
+            retries = Config(retries={"mode": "standard", "max_attempts": 6})
+            self.s3 = boto3.client("s3", endpoint_url=endpoint, config=retries)
         elif "://" in index_uri:
             raise PublishError(f"unsupported index URI {index_uri!r}: use a local path or s3://bucket/prefix")
         self.root = Path(index_uri) / "_sources"
@@ -42,7 +45,12 @@ class BlobStore:
     def put(self, tenant: str, raw: bytes) -> str:
         revision = sha256_hex(raw)
         if self.s3 is not None:
-            self.s3.put_object(Bucket=self.bucket, Key=self._key(tenant, revision), Body=raw)
+            from botocore.exceptions import BotoCoreError, ClientError
+
+            try:
+                self.s3.put_object(Bucket=self.bucket, Key=self._key(tenant, revision), Body=raw)
+            except (BotoCoreError, ClientError) as e:  # an OSError: the caller quarantines the document
+                raise OSError(f"storing source blob {tenant}/{revision} failed after retries: {e}") from e
             return revision
         target = self.path(tenant, revision)
         if target.exists():
