@@ -222,7 +222,10 @@ def compare_tables() -> dict[str, Any]:
         t0 = time.perf_counter()
         tables = find_tables(page, i + 1, kwargs, PageContext(page, vectors))
         got["pymupdf_tessera"] = {
-            _norm(c.text.replace("\\|", "|")) for t in tables for row in t.rows for c in row
+            _norm(c.text.replace("\\|", "|").replace("<br>", " "))
+            for t in tables
+            for row in t.rows
+            for c in row
         }
         secs["pymupdf_tessera"] += time.perf_counter() - t0
         t0 = time.perf_counter()

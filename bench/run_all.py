@@ -10,7 +10,9 @@ BENCHES = [
     "bench.noop_rerun",
     "bench.retrieval_latency",
     "bench.html_candidates",
+    "bench.html_quality",
     "bench.pdf_throughput",
+    "bench.ocr_quality",
     "bench.chunk_throughput",
     "bench.parse_linearity",
 ]

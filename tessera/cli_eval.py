@@ -19,10 +19,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.kind == "html":
         from tessera.evaluation.html_eval import main as html_main
 
-        return html_main(rest)
+        if args.manifest is not None:
+            raise InvalidArgument("--manifest", "only 'eval code' takes a manifest")
+        extra = (["--set", args.set] if args.set else []) + (["--out", str(args.out)] if args.out else [])
+        return html_main(rest + extra + (["--no-peers"] if args.no_peers else []))
+    from tessera.evaluation.code_eval import DEFAULT_PACKAGE, check_manifest, default_manifest
     from tessera.evaluation.code_eval import main as code_main
 
-    return code_main(rest)
+    if args.set or args.out or args.no_peers:
+        raise InvalidArgument("--set", "--set, --out and --no-peers are options of 'eval html'")
+    package = args.data or DEFAULT_PACKAGE
+    manifest = args.manifest or default_manifest(package)
+    check_manifest(package, manifest)  # a typed InvalidArgument("--manifest") before any work
+    return code_main([str(package), str(manifest)] + (["--json"] if args.json else []))
 
 
 def eval_chunking_args(argv: list[str]) -> list[str] | None:
@@ -38,8 +47,9 @@ def eval_chunking(argv: list[str]) -> int:
     from tessera.evaluation.chunking import cli as chunking
 
     args = Parser(prog="tessera eval chunking", parents=[chunking.parser()], add_help=False).parse_args(argv)
-    if not args.corpus.is_dir():
-        raise InvalidArgument("--corpus", f"{str(args.corpus)!r} is not a folder")
+    for folder in args.corpus:  # repeatable: the folders are pooled into one collection
+        if not folder.is_dir():
+            raise InvalidArgument("--corpus", f"{str(folder)!r} is not a folder")
     if args.k < 1:
         raise InvalidArgument("--k", f"must be at least 1, got {args.k}")
     report = chunking.run(args)
@@ -52,7 +62,17 @@ def eval_chunking(argv: list[str]) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    from pathlib import Path
+
     ev = sub.add_parser("eval", help="evaluations on external data: html, code, chunking")
     ev.add_argument("kind", choices=["html", "code", "chunking"], help="chunking: see 'eval chunking -h'")
     ev.add_argument("--data", type=folder_option, help="the data folder (html) or package folder (code)")
+    ev.add_argument(
+        "--manifest",
+        type=Path,
+        help="code: the package's AST manifest (default: <package>.ast_manifest.json beside --data)",
+    )
+    ev.add_argument("--set", choices=["wcxb", "mozilla", "trafilatura"], help="html: the data set's format")
+    ev.add_argument("--out", type=Path, help="html: folder for report.json and worst_pages.md")
+    ev.add_argument("--no-peers", action="store_true", help="html: score Tessera only")
     ev.add_argument("--json", action="store_true")

@@ -37,8 +37,8 @@ def _header_footer(page: Any, number: int, total: int) -> None:
     page.insert_text((w / 2 - 25, h - 25), f"Page {number} of {total}", fontsize=8)
 
 
-def _box(page: Any, rect: Any, text: str, size: float = 10, font: str = "helv") -> None:
-    rc = page.insert_textbox(rect, text, fontsize=size, fontname=font)
+def _box(page: Any, rect: Any, text: str, size: float = 10, font: str = "helv", align: int = 0) -> None:
+    rc = page.insert_textbox(rect, text, fontsize=size, fontname=font, align=align)
     if rc < 0:
         raise ValueError(f"text does not fit {rect}: {rc}")
 
@@ -273,3 +273,188 @@ def invisible_chars_pdf() -> bytes:
     page.insert_text((50, 200), "pdfclean Every other line of this page is plain.", fontsize=11)
     data: bytes = doc.tobytes()
     return data
+
+
+# -- OCR decision and tables that validate themselves (issue 15) -------------------------
+
+SCAN_HEADER = "Received 2026-03-14 by the records office, registry entry 88412"
+
+
+def _text_pixmap(lines: list[str], width: float, height: float, dpi: int, size: float = 12) -> Any:
+    """A picture of ``lines`` of text (black on white), as a scanner would give it."""
+    src = pymupdf.open()
+    page = src.new_page(width=width, height=height)
+    y = 40.0
+    for line in lines:
+        page.insert_text((40, y), line, fontsize=size)
+        y += size * 1.6
+    return page.get_pixmap(dpi=dpi)
+
+
+def scan_lines(n: int = 12) -> list[str]:
+    return [f"scan{k:02d} " + s.split(" ", 1)[1] for k, s in enumerate(sentences("x", n, words_per=9))]
+
+
+def scan_with_header_pdf(layer: bool = False) -> bytes:
+    """A typed header line over a scanned picture of text that covers most of the page; with
+    ``layer``, the scan also carries a scanner's invisible text layer of every line."""
+    doc = pymupdf.open()
+    w, h = A4
+    page = doc.new_page(width=w, height=h)
+    page.insert_text((50, 40), SCAN_HEADER, fontsize=10)
+    rect = pymupdf.Rect(40, 60, w - 40, h - 40)
+    lines = scan_lines()
+    page.insert_image(rect, pixmap=_text_pixmap(lines, rect.width, rect.height, 150))
+    if layer:
+        for k, line in enumerate(lines):
+            page.insert_text((rect.x0 + 40, rect.y0 + 40 + k * 19.2), line, fontsize=12, render_mode=3)
+    data: bytes = doc.tobytes(deflate=True)
+    return data
+
+
+def logo_text_pdf() -> bytes:
+    """A normal text page with a small logo picture in the corner."""
+    doc = pymupdf.open()
+    w, h = A4
+    page = doc.new_page(width=w, height=h)
+    logo = _text_pixmap(["ACME"], 150, 75, 72, size=20)
+    page.insert_image(pymupdf.Rect(w - 200, 0, w - 50, 75), pixmap=logo)
+    page.insert_text((50, 40), "logo page heading", fontsize=12)
+    _box(page, pymupdf.Rect(50, 70, w - 50, h - 60), " ".join(sentences("logo", 20)))
+    data: bytes = doc.tobytes(deflate=True)
+    return data
+
+
+def blank_middle_pdf() -> bytes:
+    """Three pages, the middle one blank."""
+    doc = pymupdf.open()
+    for k in range(3):
+        page = doc.new_page(width=A4[0], height=A4[1])
+        if k != 1:
+            page.insert_text((50, 300), sentences(f"blank{k}", 1, seed=k)[0], fontsize=11)
+    data: bytes = doc.tobytes()
+    return data
+
+
+SMALL_TABLE = (("Item", "Qty", "Price"), ("apple", "3", "1.20"), ("pear", "5", "0.80"), ("plum", "7", "2.10"))
+
+
+def prose_small_table_pdf(grid: bool = False) -> bytes:
+    """A page of justified prose under a header rule, a small table at the bottom: booktabs
+    (three full-width rules, data rows in one band) or, with ``grid``, ruled cells inside a page
+    frame."""
+    doc = pymupdf.open()
+    w, h = A4
+    page = doc.new_page(width=w, height=h)
+    page.insert_text((50, 45), "Annual Review of Indexing", fontsize=12)
+    page.draw_line((50, 52), (w - 50, 52), width=0.8)
+    _box(page, pymupdf.Rect(50, 62, w - 50, 640), " ".join(sentences("prose", 40, 14)), align=3)
+    if grid:
+        page.draw_rect(pymupdf.Rect(40, 40, w - 40, h - 40), width=0.8)
+        _draw_table(page, 660, list(SMALL_TABLE), (165.0, 165.0, 165.0))
+    else:
+        y, xs = 660.0, (50, 215, 380)
+        for row in SMALL_TABLE:
+            for k, cell in enumerate(row):
+                page.insert_text((xs[k] + 4, y + 13), cell, fontsize=9)
+            y += 18
+        for rule in (660, 678, y):
+            page.draw_line((50, rule), (w - 50, rule), width=0.8)
+    data: bytes = doc.tobytes()
+    return data
+
+
+BANDED_COLUMNS = ("Code", "City", "Units", "Share")
+
+
+def banded_rows(n: int) -> list[tuple[str, ...]]:
+    return [(f"c{k:03d}", f"city{k:02d}", str(100 + 13 * k), f"{(7 * k) % 100}.{k % 10}%") for k in range(n)]
+
+
+def banded_table_pdf(rows: int = 20, band: int = 5, wrap: bool = False) -> bytes:
+    """A ruled table whose horizontal rules fall every ``band`` text rows (vertical rules
+    between the columns); with ``wrap``, one row per band has a two-line note in a fifth
+    column, the other columns one line."""
+    doc = pymupdf.open()
+    w, h = A4
+    page = doc.new_page(width=w, height=h)
+    page.insert_text((50, 50), "banded01 Deliveries by city.", fontsize=11)
+    xs = [50.0, 120.0, 220.0, 300.0, 380.0] + ([540.0] if wrap else [])
+    head = BANDED_COLUMNS + (("Note",) if wrap else ())
+    top, lh = 70.0, 13.0
+    y = top
+    rules = [top]
+    for k, cell in enumerate(head):
+        page.insert_text((xs[k] + 4, y + 12), cell, fontsize=9)
+    y += 18
+    rules.append(y)
+    data = banded_rows(rows)
+    for start in range(0, rows, band):
+        for i, row in enumerate(data[start : start + band]):
+            for k, cell in enumerate(row):
+                page.insert_text((xs[k] + 4, y + 11 + i * lh), cell, fontsize=9)
+        if wrap:
+            page.insert_text((xs[4] + 4, y + 11), f"note{start:02d} first line", fontsize=9)
+            page.insert_text((xs[4] + 4, y + 11 + lh), f"then second{start:02d}", fontsize=9)
+        y += band * lh + 4
+        rules.append(y)
+    for r in rules:
+        page.draw_line((xs[0], r), (xs[-1], r), width=0.8)
+    for x in xs:
+        page.draw_line((x, top), (x, y), width=0.8)
+    out: bytes = doc.tobytes()
+    return out
+
+
+def cutting_grid_pdf() -> bytes:
+    """Running prose with a ruled grid drawn over it: its vertical rules fall through words."""
+    doc = pymupdf.open()
+    w, h = A4
+    page = doc.new_page(width=w, height=h)
+    _box(page, pymupdf.Rect(50, 60, w - 50, 400), " ".join(sentences("cut", 16, 14)), align=3)
+    for y in (55, 170, 285, 400):
+        page.draw_line((50, y), (w - 50, y), width=0.8)
+    for x in (50, 233, 371, w - 50):
+        page.draw_line((x, 55), (x, 400), width=0.8)
+    data: bytes = doc.tobytes()
+    return data
+
+
+WRAPPED_COLUMNS = ("Topic", "Summary", "Remarks")
+
+
+def wrapped_cells(n: int) -> list[tuple[str, ...]]:
+    """Cells of running text, each wrapping to two lines in its column."""
+    return [
+        (
+            f"topic{k:02d} document intake",
+            f"summary{k:02d} the parser reads tables and keeps",
+            f"remark{k:02d} chunks traceable to every page",
+        )
+        for k in range(n)
+    ]
+
+
+def wrapped_cells_table_pdf(rows: int = 4) -> bytes:
+    """A ruled grid (one rule per row) whose body cells hold running text wrapped to two lines in
+    every column: aligned lines, but each ruled row is one row."""
+    doc = pymupdf.open()
+    w, h = A4
+    page = doc.new_page(width=w, height=h)
+    page.insert_text((50, 50), "wrapped01 Topics and remarks.", fontsize=11)
+    xs = [50.0, 150.0, 300.0, 450.0]
+    top, head_h, row_h = 70.0, 18.0, 36.0
+    for k, cell in enumerate(WRAPPED_COLUMNS):
+        page.insert_text((xs[k] + 4, top + 12), cell, fontsize=9)
+    rules = [top, top + head_h]
+    for row in wrapped_cells(rows):
+        y = rules[-1]
+        for k, cell in enumerate(row):
+            _box(page, pymupdf.Rect(xs[k] + 4, y + 3, xs[k + 1] - 4, y + row_h - 2), cell, size=9)
+        rules.append(y + row_h)
+    for r in rules:
+        page.draw_line((xs[0], r), (xs[-1], r), width=0.8)
+    for x in xs:
+        page.draw_line((x, top), (x, rules[-1]), width=0.8)
+    out: bytes = doc.tobytes()
+    return out

@@ -13,6 +13,12 @@ With ``--queries`` it also embeds every chunk with the real model and searches w
 docstring of ``requests.docstring_queries.jsonl`` (the query is the docstring of the function
 that answers it): hit@k and MRR of the first chunk that overlaps the answering function.
 
+The manifest must describe the package: by default it is ``<PACKAGE_DIR>.ast_manifest.json``
+beside the package folder (``../shared/data/code/requests.ast_manifest.json`` for the default
+package). A manifest that lists files the package does not have is refused with
+:class:`~tessera.errors.InvalidArgument` naming ``--manifest`` (before, another package's
+manifest was used silently and the run crashed on the first missing file).
+
 Usage: ``python -m tessera.evaluation.code_eval [PACKAGE_DIR] [MANIFEST] [--queries [FILE]]
 [--json]``.
 """
@@ -22,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,7 +39,7 @@ from tessera.chunking.tokens import TokenCounter, load_counter
 from tessera.chunking.windows import trim
 from tessera.config import ChunkingConfig, EmbeddingConfig
 from tessera.embedding.model_files import model_dir
-from tessera.errors import TesseraError
+from tessera.errors import InvalidArgument, TesseraError
 from tessera.parsing.code import PythonParser
 from tessera.types import Chunk, SourceDocument, sha256_hex
 
@@ -82,6 +87,40 @@ def intact(text: str, chunks: list[Chunk], start: int, end: int, signature: str)
     return "gap" if text[pos:e].strip() else "split"
 
 
+def default_manifest(package_dir: Path) -> Path:
+    """``<package>.ast_manifest.json`` beside the package folder."""
+    return package_dir.parent / f"{package_dir.name}.ast_manifest.json"
+
+
+def check_manifest(package_dir: Path, manifest: Path, key: str = "--manifest") -> dict[str, Any]:
+    """The manifest's entries, after checking that it describes ``package_dir``.
+
+    Raises :class:`InvalidArgument` (``key``) when the manifest is missing or unreadable, is not
+    a mapping of files to definitions, or lists files that the package folder does not have.
+    """
+    if not manifest.is_file():
+        raise InvalidArgument(
+            key, f"no manifest {str(manifest)!r} for package {str(package_dir)!r}; pass --manifest PATH"
+        )
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InvalidArgument(key, f"{str(manifest)!r} is not a readable JSON manifest: {e}") from e
+    if not isinstance(data, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("defs"), list) for v in data.values()
+    ):
+        raise InvalidArgument(key, f"{str(manifest)!r} is not a map of file -> {{'defs': [...]}}")
+    missing = sorted(name for name in data if not (package_dir / name).is_file())
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise InvalidArgument(
+            key,
+            f"manifest {str(manifest)!r} does not match package {str(package_dir)!r}: "
+            f"{len(missing)} of its {len(data)} files are missing there ({shown})",
+        )
+    return data
+
+
 def evaluate_code(
     package_dir: Path,
     manifest: Path,
@@ -89,8 +128,10 @@ def evaluate_code(
     target_tokens: int = 200,
     counter: TokenCounter | None = None,
 ) -> dict[str, Any]:
-    """Share of intact definitions, overall, for those that fit the budget, and by kind."""
-    data = json.loads(manifest.read_text(encoding="utf-8"))
+    """Share of intact definitions, overall, for those that fit the budget, and by kind.
+
+    Raises :class:`InvalidArgument` when ``manifest`` does not describe ``package_dir``."""
+    data = check_manifest(package_dir, manifest)
     if counter is None:
         counter = load_counter(model_dir(EmbeddingConfig(model=MODEL)))
     ctx = ChunkContext(ChunkingConfig("code", max_tokens, target_tokens, 0), counter, "eval")
@@ -241,15 +282,18 @@ def format_summary(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="code_eval", description=__doc__.split("\n", 1)[0])
     ap.add_argument("package_dir", nargs="?", type=Path, default=DEFAULT_PACKAGE)
-    ap.add_argument("manifest", nargs="?", type=Path, default=DEFAULT_MANIFEST)
+    ap.add_argument(
+        "manifest", nargs="?", type=Path, default=None, help="default: <PACKAGE_DIR>.ast_manifest.json"
+    )
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--target-tokens", type=int, default=200)
     ap.add_argument("--queries", nargs="?", type=Path, const=DEFAULT_QUERIES, default=None)
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     args = ap.parse_args(argv)
-    if not args.manifest.is_file() or not args.package_dir.is_dir():
-        print(f"missing {args.manifest} or {args.package_dir}", file=sys.stderr)
-        return 2
+    if not args.package_dir.is_dir():
+        raise InvalidArgument("--data", f"{str(args.package_dir)!r} is not a folder")
+    if args.manifest is None:
+        args.manifest = default_manifest(args.package_dir)
     result = evaluate_code(args.package_dir, args.manifest, args.max_tokens, args.target_tokens)
     if args.queries is not None:
         result["retrieval"] = evaluate_queries(

@@ -1,47 +1,39 @@
-"""Boilerplate-removal evaluation of the HTML parser on the trafilatura evaluation subset.
+"""``tessera eval html``: main-content extraction on a development set, with competitors.
 
-``evaldata_subset.json`` maps each page URL to ``{"file": ..., "with": [...], "without": [...]}``:
-snippets of main content that extraction must keep, and of boilerplate that it must drop.
-A snippet counts as kept when it occurs in the parser's normalized text, both compared
-case-folded with whitespace (including no-break spaces) collapsed.
+Reads any of the three sets (:mod:`~tessera.evaluation.html_sets`: WCXB, Mozilla Readability's
+test pages, trafilatura's snippet subset; the format is detected, or ``--set``), scores
+Tessera and, when installed, trafilatura (default and ``include_comments=False``),
+readability-lxml and resiliparse on the same pages in the same run, each set with its own
+metric (:mod:`~tessera.evaluation.html_metrics`), per page type. It also checks, for every
+block and every chunk Tessera produces, that ``source_bytes[byte_start:byte_end]`` holds the
+text (:func:`~tessera.parsing.html.html_slice_matches`) and counts violations; counts pages
+that came out empty with no warning ("silently empty", the target is 0); and times every
+extractor. Writes ``report.json`` and ``worst_pages.md`` to ``--out``.
 
-Usage: ``python -m tessera.evaluation.html_eval [DATA_DIR] [--json]``.
+Usage: ``python -m tessera.evaluation.html_eval [DATA_DIR] [--set S] [--out DIR] [--no-peers]
+[--json]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tessera.errors import DocumentError
-from tessera.parsing.html import HtmlParser
-from tessera.types import SourceDocument, sha256_hex
+from tessera.evaluation.html_metrics import normalize
+from tessera.evaluation.html_peers import Peer, available_peers
+from tessera.evaluation.html_report import format_table, summarize, worst_pages_md
+from tessera.evaluation.html_scoring import score_text
+from tessera.evaluation.html_sets import EvalPage, load_pages
+from tessera.evaluation.html_tessera import Checker, run_tessera
+
+__all__ = ["evaluate_html", "evaluate_pages", "main", "normalize", "score_page", "totals"]
 
 DEFAULT_DIR = (
     Path(__file__).resolve().parents[2].parent / "shared" / "data" / "html" / "trafilatura_eval_subset"
 )
-_WS = re.compile(r"\s+")
-
-
-def normalize(text: str) -> str:
-    return _WS.sub(" ", text).strip().casefold()
-
-
-def _doc(name: str, raw: bytes) -> SourceDocument:
-    return SourceDocument(
-        tenant="eval",
-        doc_id=name,
-        uri=f"file:///{name}",
-        revision=sha256_hex(raw),
-        content_type="text/html",
-        readers=(),
-        groups=(),
-    )
 
 
 def score_page(text: str, item: dict[str, Any]) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -65,80 +57,102 @@ def totals(kept: int, total_with: int, dropped: int, total_without: int) -> dict
     }
 
 
-def evaluate_html(data_dir: Path) -> dict[str, Any]:
-    """Kept ``with`` and dropped ``without`` snippets, overall and per page."""
-    data = json.loads((data_dir / "evaldata_subset.json").read_text(encoding="utf-8"))
-    parser = HtmlParser()
-    pages: list[dict[str, Any]] = []
-    kept = total_with = dropped = total_without = 0
-    seconds = 0.0
-    size = 0
-    for url, item in sorted(data.items(), key=lambda kv: kv[1]["file"]):
-        raw = (data_dir / "html" / item["file"]).read_bytes()
-        size += len(raw)
-        t0 = time.perf_counter()
-        try:
-            text = parser.parse(_doc(item["file"], raw), raw).text
-            error = ""
-        except DocumentError as e:
-            text, error = "", e.reason
-        seconds += time.perf_counter() - t0
-        with_, without, missed, leaked = score_page(text, item)
-        kept += len(with_) - len(missed)
-        dropped += len(without) - len(leaked)
-        total_with += len(with_)
-        total_without += len(without)
-        pages.append(
-            {
-                "file": item["file"],
-                "url": url,
-                "kept": len(with_) - len(missed),
-                "with": len(with_),
-                "dropped": len(without) - len(leaked),
-                "without": len(without),
-                "missed": missed,
-                "leaked": leaked,
-                "error": error,
-            }
-        )
-    return {
-        "pages": len(pages),
-        **totals(kept, total_with, dropped, total_without),
-        "parse_seconds": round(seconds, 3),
-        "mb_per_s": round(size / 1e6 / max(seconds, 1e-9), 2),
-        "per_page": pages,
+def evaluate_pages(
+    pages: list[EvalPage], peers: list[Peer] | None = None, checker: Checker | None = None
+) -> dict[str, Any]:
+    """Score Tessera and ``peers`` on ``pages``; one row per page plus the summary."""
+    peers = available_peers() if peers is None else peers
+    checker = checker or Checker.default()
+    rows: list[dict[str, Any]] = []
+    seconds: dict[str, float] = {"tessera": 0.0, **{p.name: 0.0 for p in peers}}
+    failures: dict[str, int] = {p.name: 0 for p in peers}
+    for page in pages:
+        out = run_tessera(page, checker)
+        seconds["tessera"] += out.seconds
+        row: dict[str, Any] = {
+            "set": page.set_name,
+            "page": page.page_id,
+            "type": page.page_type,
+            "cjk": page.cjk,
+            "warnings": list(out.warnings),
+            "error": out.error,
+            "silently_empty": out.silently_empty,
+            "blocks_checked": out.blocks_checked,
+            "chunks_checked": out.chunks_checked,
+            "offset_violations": out.violations,
+            "violation_examples": list(out.examples),
+            "scores": {"tessera": score_text(page, out.text)},
+        }
+        for peer in peers:
+            t0 = time.perf_counter()
+            try:
+                text = peer.extract(page.raw)
+            except Exception:  # a competitor's failure is scored as empty, and counted
+                text = ""
+                failures[peer.name] += 1
+            seconds[peer.name] += time.perf_counter() - t0
+            row["scores"][peer.name] = score_text(page, text)
+        rows.append(row)
+    size = sum(len(p.raw) for p in pages)
+    speed = {
+        name: {"seconds": round(s, 3), "mb_per_s": round(size / 1e6 / max(s, 1e-9), 2)}
+        for name, s in seconds.items()
     }
+    report = summarize(rows, ["tessera", *(p.name for p in peers)])
+    report["speed"] = speed
+    if "trafilatura" in seconds:
+        report["speed_vs_trafilatura"] = round(seconds["trafilatura"] / max(seconds["tessera"], 1e-9), 2)
+    report["peers"] = {p.name: p.version for p in peers}
+    report["peer_failures"] = failures
+    report["bytes"] = size
+    report["per_page"] = rows
+    if pages and pages[0].set_name == "trafilatura":
+        report.update(_snippet_totals(pages, rows))
+    return report
 
 
-def format_table(result: dict[str, Any]) -> str:
-    rows = [f"{'page':<42} {'kept':>7} {'dropped':>8}"]
-    for p in result["per_page"]:
-        flag = f"  {p['error']}" if p["error"] else ""
-        rows.append(
-            f"{p['file']:<42} {p['kept']:>3}/{p['with']:<3} {p['dropped']:>4}/{p['without']:<3}{flag}"
-        )
-    rows.append(
-        f"{'total':<42} {result['kept']:>3}/{result['with']:<3} {result['dropped']:>4}/{result['without']:<3}"
-        f"  kept {result['kept_pct']}%  dropped {result['dropped_pct']}%"
-    )
-    for p in result["per_page"]:
-        for s in p["missed"]:
-            rows.append(f"  missed  {p['file']}: {s!r}")
-        for s in p["leaked"]:
-            rows.append(f"  leaked  {p['file']}: {s!r}")
-    return "\n".join(rows)
+def _snippet_totals(pages: list[EvalPage], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The trafilatura subset's kept/dropped shares for Tessera (as before this module grew)."""
+    kept = total_with = leaked = total_without = 0
+    for row in rows:
+        s = row["scores"]["tessera"]
+        kept += s["with_found"]
+        total_with += s["with_total"]
+        leaked += s["without_found"]
+        total_without += s["without_total"]
+    return totals(kept, total_with, total_without - leaked, total_without)
+
+
+def evaluate_html(
+    data_dir: Path, set_name: str | None = None, peers: list[Peer] | None = None
+) -> dict[str, Any]:
+    pages = load_pages(data_dir, set_name)
+    report = evaluate_pages(pages, [] if peers is None else peers)
+    report["data_dir"] = str(data_dir)
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="html_eval", description=__doc__.split("\n", 1)[0])
     ap.add_argument("data_dir", nargs="?", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--set", choices=["wcxb", "mozilla", "trafilatura"], default=None)
+    ap.add_argument("--out", type=Path, default=None, help="folder for report.json and worst_pages.md")
+    ap.add_argument("--no-peers", action="store_true", help="score Tessera only")
+    ap.add_argument("--worst", type=int, default=15, help="rows in the worst-pages table")
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     args = ap.parse_args(argv)
-    if not (args.data_dir / "evaldata_subset.json").is_file():
-        print(f"no evaldata_subset.json in {args.data_dir}", file=sys.stderr)
-        return 2
-    result = evaluate_html(args.data_dir)
-    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else format_table(result))
+    pages = load_pages(args.data_dir, args.set)
+    report = evaluate_pages(pages, [] if args.no_peers else None)
+    report["data_dir"] = str(args.data_dir)
+    out: Path = args.out or Path("out") / "eval-html" / (pages[0].set_name if pages else "empty")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(
+        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    (out / "worst_pages.md").write_text(worst_pages_md(report, args.worst), encoding="utf-8")
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report, args.worst))
+    if not args.json:
+        print(f"\nreport: {out / 'report.json'}  worst pages: {out / 'worst_pages.md'}")
     return 0
 
 

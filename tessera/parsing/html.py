@@ -27,7 +27,9 @@ import html
 from dataclasses import dataclass
 
 from tessera.errors import DocumentError
+from tessera.offsets import OffsetMap
 from tessera.parsing.budget import Deadline
+from tessera.parsing.html_boiler import DEFAULT_PARAMS, ContentParams
 from tessera.parsing.html_content import (
     MIN_GOOD,
     Selection,
@@ -36,7 +38,7 @@ from tessera.parsing.html_content import (
     mark_hidden,
     select_content,
 )
-from tessera.parsing.html_emit import Emitter, assemble, drop_empty_headings
+from tessera.parsing.html_emit import Emitter, assemble, drop_empty_headings, trim_edges
 from tessera.parsing.html_text import (
     DecodedSource,
     Encoding,
@@ -49,9 +51,10 @@ from tessera.parsing.html_text import (
 from tessera.parsing.html_tree import TreeLimits, build_tree
 from tessera.parsing.trust import instruction_like, invisible_chars
 from tessera.parsing.validity import check_raw
-from tessera.types import ParsedDocument, SourceDocument, TrustReport
+from tessera.types import Block, ParsedDocument, SourceDocument, TrustReport
 
 __all__ = [
+    "ContentParams",
     "HtmlLimits",
     "HtmlParser",
     "decode_entity",
@@ -98,12 +101,15 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/4"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
-    # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells)
+    version = "tessera-html/5"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
+    # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells); 5: thin
+    # extractions fall back to the visible text, whitespace-only lines dropped, boilerplate guards,
+    # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``)
     content_types: tuple[str, ...] = ("text/html",)
 
-    def __init__(self, limits: HtmlLimits | None = None) -> None:
+    def __init__(self, limits: HtmlLimits | None = None, params: ContentParams | None = None) -> None:
         self.limits = limits or HtmlLimits()
+        self.params = params or DEFAULT_PARAMS
 
     def slice_matches(self, raw: bytes, byte_start: int, byte_end: int, text: str) -> bool:
         """A chunk's byte range holds markup and dropped boilerplate: compare as HTML."""
@@ -140,16 +146,28 @@ class HtmlParser:
             if tree.root.good < 2 * good + MIN_GOOD:
                 hidden = mark_hidden(tree.root, src.text, deadline=deadline)
                 order = compute_stats(tree.root, src.text, deadline)
-        sel = select_content(tree.root, order, hidden, deadline)
-        emitter = Emitter(src, deadline)
-        if sel.lead is not None:
-            emitter.walk(sel.lead)
-        emitter.walk(sel.container)
-        records = drop_empty_headings(emitter.records)
-        deadline.check()
-        builder, blocks = assemble(records)
-        text, omap = builder.build(empty_at=len(raw))
-        deadline.check()
+        visible = tree.root.text  # non-space chars of every visible element, before pruning
+        sel = select_content(tree.root, order, hidden, deadline, self.params)
+        text, omap, blocks = _emit(src, sel, deadline, len(raw), self.params)
+        notes: list[str] = []
+        kept = _chars(text)
+        if visible >= self.params.thin_min_chars and kept < self.params.thin_ratio * visible:
+            # far less than the page shows (or nothing): the whole visible text, flagged
+            hidden = mark_hidden(tree.root, src.text, deadline=deadline)  # undoes the pruning
+            sel = Selection(
+                tree.root, len(hidden), sum(n for _, n in hidden), None, tuple(n for n, _ in hidden)
+            )
+            text, omap, blocks = _emit(src, sel, deadline, len(raw))
+            notes.append(
+                f"thin_extraction: kept {100 * kept / visible:.0f}% of the visible text; "
+                "fell back to the whole visible text"
+            )
+        elif not kept:
+            notes.append(
+                "empty_extraction: the page has no visible text"
+                if not visible
+                else f"empty_extraction: no main content in {visible} chars of visible text"
+            )
         return ParsedDocument(
             doc_id=doc.doc_id,
             text=text,
@@ -157,7 +175,7 @@ class HtmlParser:
             offsets=omap,
             parser=self.name,
             parser_version=self.version,
-            warnings=tuple(_warnings(enc, src, sel, tree.flattened, text)),
+            warnings=tuple(notes + _warnings(enc, src, sel, tree.flattened, text)),
             trust=TrustReport(
                 hidden_dropped=sel.hidden,
                 instructions_dropped=sum(
@@ -167,6 +185,27 @@ class HtmlParser:
                 ),
             ),
         )
+
+
+def _chars(text: str) -> int:
+    return len(text) - sum(text.count(c) for c in " \n\t\r\xa0")
+
+
+def _emit(
+    src: DecodedSource, sel: Selection, deadline: Deadline, size: int, params: ContentParams | None = None
+) -> tuple[str, OffsetMap, list[Block]]:
+    emitter = Emitter(src, deadline)
+    if sel.lead is not None:
+        emitter.walk(sel.lead)
+    emitter.walk(sel.container)
+    records = drop_empty_headings(emitter.records)
+    if params is not None:
+        records = trim_edges(records, params.edge_run, params.edge_chars)
+    deadline.check()
+    builder, blocks = assemble(records)
+    text, omap = builder.build(empty_at=size)
+    deadline.check()
+    return text, omap, blocks
 
 
 def _warnings(declared: Encoding, src: DecodedSource, sel: Selection, flat: int, text: str) -> list[str]:

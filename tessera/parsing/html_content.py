@@ -27,6 +27,14 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from tessera.parsing.budget import Deadline
+from tessera.parsing.html_boiler import (
+    BOILER_ROLES,
+    BOILER_TAGS,
+    DEFAULT_PARAMS,
+    ContentParams,
+    is_boilerplate,
+    names,
+)
 from tessera.parsing.html_text import words
 from tessera.parsing.html_tree import HEADINGS, Node
 
@@ -41,24 +49,8 @@ BLOCK = words(
     "figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr li listing main menu nav ol "
     "p pre section summary table tbody thead tfoot tr td th caption ul search"
 )
-BOILER_TAGS = frozenset(("nav", "aside", "footer", "menu", "form", "dialog", "search"))
-BOILER_ROLES = words(
-    "navigation banner contentinfo complementary search menu menubar toolbar dialog alertdialog "
-    "tablist status"
-)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
-_BOILER_NAME = re.compile(
-    r"(?<![a-z0-9])(?:cookies?|consent|gdpr|banner|nav|navbar|navigation|menu|breadcrumbs?|sidebar|"
-    r"side-bar|footer|masthead|share|sharing|social|socials|related|recommended|recommendations|"
-    r"newsletter|subscribe|subscription|signup|sign-up|promo|promotion|advert|advertisement|ads?|"
-    r"sponsor|sponsored|comments?|disqus|popup|modal|overlay|pagination|pager|toolbar|widgets?|"
-    r"tags|tag-list|skip-link|author|authors|about-author|bio|byline|cta|outbrain|taboola|paywall|buybox|"
-    r"buy-box|aside|d-print-none|hide-print|hidden-print|no-print|noprint|print-hide|print-hidden|"
-    r"screen-only)"
-    r"(?![a-z0-9])"
-)
 _MAIN_NAME = re.compile(r"articlebody|article-body|post-body|entry-content|post-content|story-body")
-LINK_PRUNED = words("div section ul ol dl menu p header footer aside center address details span font")
 MIN_GOOD = 40
 """Chars of inline text for a block to count as prose."""
 MAX_GOOD_LINK_DENSITY = 0.4
@@ -202,20 +194,20 @@ def compute_stats(root: Node, src: str, deadline: Deadline | None = None) -> lis
     return order
 
 
-def _names(node: Node) -> str:
-    return (node.get("class") + " " + node.get("id")).lower()
-
-
 def _is_mainlike(node: Node) -> bool:
     if node.tag in ("main", "article"):
         return True
     if node.get("role").lower() == "main" or node.get("itemprop").lower() == "articlebody":
         return True
-    return _MAIN_NAME.search(_names(node).replace("_", "-")) is not None
+    return _MAIN_NAME.search(names(node).replace("_", "-")) is not None
 
 
 def select_content(
-    root: Node, order: list[Node], hidden: list[tuple[Node, int]], deadline: Deadline | None = None
+    root: Node,
+    order: list[Node],
+    hidden: list[tuple[Node, int]],
+    deadline: Deadline | None = None,
+    params: ContentParams = DEFAULT_PARAMS,
 ) -> Selection:
     total = root.good
     container = root
@@ -226,8 +218,10 @@ def select_content(
             # the outermost of the candidates that hold (nearly) the best share
             container = next(n for n in cands if n.good >= 0.9 * best)
         container = _descend(container)
-    _prune(container, deadline)
-    lead = None if _has_kept(container, "h1") else _lead_heading(root, container)
+    _prune(container, params, deadline)
+    lead = None
+    if params.lead_title and not _has_kept(container, "h1"):
+        lead = _lead_heading(root, container)
     inside = [
         (node, n)
         for node, n in hidden
@@ -279,32 +273,7 @@ def _descend(node: Node) -> Node:
     return node
 
 
-def _boilerplate(node: Node, container: Node) -> bool:
-    tag = node.tag
-    if container.good and node.good >= 0.6 * container.good:
-        return False  # never prune away most of the prose (e.g. a <form> around a whole page)
-    if tag in BOILER_TAGS or node.get("role").lower() in BOILER_ROLES:
-        return True
-    if tag == "header":  # top_heads: the subtree is as compute_stats left it (pruning is top-down)
-        return node.top_heads == 0 or node.link > 0.5 * max(node.text, 1)
-    names = _names(node)
-    if names.strip() and _BOILER_NAME.search(names.replace("_", "-")):
-        return True
-    if tag == "figure" and node.text < 300 and node.media:
-        return True  # an image with its caption and credit
-    if node.link_heads >= 2 and node.link_heads * 2 >= node.heads:
-        return True  # teaser cards: headings that link to other pages
-    if node.forms and node.text - node.good < 500 and node.good < 300:
-        return True  # a sign-up or search box around a form
-    if tag == "table" and node.links >= 10 and node.link > 0.7 * node.text:
-        return True  # a navigation box laid out as a table
-    # menus and link farms
-    return (
-        tag in LINK_PRUNED and node.links >= 2 and node.link > 0.5 * node.text and node.good < 0.3 * node.text
-    )
-
-
-def _prune(container: Node, deadline: Deadline | None = None) -> None:
+def _prune(container: Node, params: ContentParams, deadline: Deadline | None = None) -> None:
     stack = [container]
     while stack:
         if deadline is not None:
@@ -312,7 +281,7 @@ def _prune(container: Node, deadline: Deadline | None = None) -> None:
         node = stack.pop()
         for c in node.children:
             if isinstance(c, Node) and not c.drop:
-                if _boilerplate(c, container):
+                if is_boilerplate(c, container, params):
                     c.drop = True
                 else:
                     stack.append(c)
@@ -344,7 +313,7 @@ def _lead_heading(root: Node, container: Node) -> Node | None:
         if (
             n.tag in BOILER_TAGS
             or n.get("role").lower() in BOILER_ROLES
-            or _SITE_HEADER & set(_names(n).split())
+            or _SITE_HEADER & set(names(n).split())
         ):
             continue
         if n.tag == "header" and not _inside(n, ("article", "main")):

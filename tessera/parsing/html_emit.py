@@ -20,6 +20,7 @@ from tessera.parsing.html_inline import (
     BlockRec,
     Exit,
     Inline,
+    Op,
     lstrip_newlines,
     op_end,
     op_text,
@@ -55,7 +56,7 @@ class Emitter:
         if self.heading:
             self.line.space(at, at)  # a line or block break inside a heading is a space
             return
-        if self.line.has_text():
+        if self.line.has_text() and not _blank(self.line.ops):
             kind = "list" if self.lists else "quote" if self.quotes else "paragraph"
             if self.cur is None or self.cur.kind != kind:
                 self._close()
@@ -134,7 +135,7 @@ class Emitter:
             if self.heading == int(tag[1]):
                 self.heading = 0
                 ops = self.line.take()
-                if ops:
+                if ops and not _blank(ops):
                     title = " ".join(op_text(ops).split())
                     self._close()
                     self.records.append(BlockRec("heading", [ops], level=int(tag[1]), title=title))
@@ -185,13 +186,19 @@ class Emitter:
             stack.extend(reversed(item.children))
         self.invalid += buf.invalid
         ops = rstrip_ops(lstrip_newlines(buf.ops))
-        if ops:
+        if ops and not _blank(ops):
             self.records.append(BlockRec("fence", [ops], info="```" + lang))
 
     def _table(self, table: Node) -> None:
         records, invalid = table_records(self.src, table, self.deadline)
         self.records.extend(records)
         self.invalid += invalid
+
+
+def _blank(ops: list[Op]) -> bool:
+    """Only whitespace (``&nbsp;`` included): such a line is not emitted, since no source char
+    of it would survive the offset check (``<p>&nbsp;</p>`` spacers)."""
+    return not op_text(ops).strip()
 
 
 def _code_block(node: Node, src: str) -> bool:
@@ -244,6 +251,33 @@ def drop_empty_headings(records: list[BlockRec]) -> list[BlockRec]:
                 break
         keep[k] = has
     return [r for r, ok in zip(records, keep, strict=True) if ok]
+
+
+PROSE_CHARS = 80
+"""Chars for a paragraph or quote to count as prose for :func:`trim_edges`."""
+
+
+def trim_edges(records: list[BlockRec], run: int, mean_chars: int) -> list[BlockRec]:
+    """Drop a run of ``run`` or more short blocks (mean chars below ``mean_chars``) before the
+    first or after the last prose block; headings just before the first prose block stay."""
+    if run <= 0:
+        return records
+    size = [sum(len(op_text(line).strip()) for line in r.lines) for r in records]
+    prose = [k for k, r in enumerate(records) if r.kind in ("paragraph", "quote") and size[k] >= PROSE_CHARS]
+    if not prose:
+        return records
+    first, last = prose[0], prose[-1]
+    lead_end = first
+    while lead_end > 0 and records[lead_end - 1].kind == "heading" and first - lead_end < 2:
+        lead_end -= 1
+    keep_from = 0
+    if lead_end >= run and sum(size[:lead_end]) < mean_chars * lead_end:
+        keep_from = lead_end
+    keep_to = len(records)
+    tail = len(records) - last - 1
+    if tail >= run and sum(size[last + 1 :]) < mean_chars * tail:
+        keep_to = last + 1
+    return records[keep_from:keep_to]
 
 
 def assemble(records: list[BlockRec]) -> tuple[OffsetMapBuilder, list[Block]]:

@@ -244,9 +244,12 @@ def unescape_attr(value: str) -> str:
 # --- source_text ----------------------------------------------------------------------------
 
 _SPACE_RUN = re.compile(r"[ \t\n\r\f\u00a0]+")
+# A quote opens a value only after ``=``, as in the tree builder's tokenizer (HTML5): in
+# ``<em class="a<b class="c" d="e">`` the tag ends at the first ``>`` after ``d="e"``.
 _MARKUP = re.compile(
     r"<!--.*?(?:-->|\Z)|<![^>]*(?:>|\Z)|<\?[^>]*(?:>|\Z)"
-    r"|</?([A-Za-z][^\t\n\f\r />]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*(?:>|\Z)",
+    r"|</?([A-Za-z][^\t\n\f\r />]*)"
+    r"(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:\"[^\"]*(?:\"|\Z)|'[^']*(?:'|\Z))|[^>])*(?:>|\Z)",
     re.S,
 )
 
@@ -311,12 +314,16 @@ def slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str, encodin
     chars that starts with the slice's first char and ends with its last (dropped
     boilerplate inside the range is allowed). Table text is looser: pipes and the ``---``
     rule are not in the source (nor the ``\\`` that escapes a cell's ``|``), and cells
-    spanning several positions repeat text from rows above; so a chunk with table rows, or
-    one that starts inside a ``<table>``, only needs each of its words to occur between the
-    start of that table and ``byte_end``.
+    spanning several positions repeat text from rows above; so a chunk that fails the strict
+    rule and has table rows, or starts inside a ``<table>``, only needs each of its words to
+    occur between the start of that table and ``byte_end``. The strict rule comes first: a
+    paragraph inside a layout table may join a word across a dropped inline element
+    (``a<a class="popup">x</a>--``), which the word rule would reject.
     """
     if not 0 <= byte_start <= byte_end <= len(raw):
         return False
+    if _subsequence(raw, byte_start, byte_end, text, encoding):
+        return True
     table = max(raw.rfind(tag, 0, byte_start + 1) for tag in _TABLE_OPEN)
     in_table = table >= 0 and table > max(raw.rfind(tag, 0, byte_start + 1) for tag in _TABLE_CLOSE)
     lines = [line.strip() for line in text.split("\n")]
@@ -324,6 +331,11 @@ def slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str, encodin
         source = _content_chars(raw, table if in_table else byte_start, byte_end, encoding)
         words = (w.replace("\\|", "|") for w in text.split())  # a cell's pipe is escaped in the text
         return all(w in source for w in words if w.strip("|-"))  # pipes and rule are not text
+    return False
+
+
+def _subsequence(raw: bytes, byte_start: int, byte_end: int, text: str, encoding: str) -> bool:
+    """The strict rule: the chunk's chars are a subsequence of the slice's, first and last aligned."""
     if byte_start == byte_end:
         return False
     source = _content_chars(raw, byte_start, byte_end, encoding)

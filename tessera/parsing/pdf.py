@@ -26,44 +26,51 @@ from __future__ import annotations
 import gc
 import re
 import time
-from typing import Any
 
 from tessera.errors import DocumentError
-from tessera.layout import LayoutRun, PageLayout
+from tessera.layout import PageLayout
 from tessera.offsets import OffsetMapBuilder
 from tessera.parsing.base import SandboxLimits
-from tessera.parsing.ocr import OcrFailed, OcrUnavailable, ocr_page
+from tessera.parsing.pdf_emit import assemble
 from tessera.parsing.pdf_extract import (
     PageContext,
     PageStats,
     build_blocks,
-    needs_ocr,
     page_dict,
     rules,
 )
 from tessera.parsing.pdf_layout import mark_headings, merge_tables, order_page, remove_running_lines
-from tessera.parsing.pdf_model import Document, Line, Page, PageContent, Table, TextBlock, pymupdf
+from tessera.parsing.pdf_model import Document, Page, PageContent, Table, pymupdf
+from tessera.parsing.pdf_ocr import decide, not_ocred, run_ocr
 from tessera.parsing.pdf_tables import find_tables, strategy
 from tessera.parsing.trust import instruction_pieces
-from tessera.types import Block, ParsedDocument, SourceDocument, TrustReport
+from tessera.types import ParsedDocument, SourceDocument, TrustReport
 
 MAX_VECTORS_FOR_TABLES = 5000
 MAX_MUPDF_WARNINGS = 10
-_LIST_ITEM = re.compile(r"^(?:[-•▪◦*·]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
-_BULLETS = frozenset("-•▪◦*·(")
 
 
 class PdfParser:
     name = "pdf"
-    version = f"pymupdf-{pymupdf.VersionBind}+tessera.2"  # 2: trust report (hidden spans dropped)
+    version = f"pymupdf-{pymupdf.VersionBind}+tessera.3"
+    """2: trust report (hidden spans dropped); 3: OCR decided by image area, tables validated
+    (prose rows kept out), banded rows split, cell lines kept, empty pages reported."""
     content_types: tuple[str, ...] = ("application/pdf",)
     sandbox = SandboxLimits(wall_seconds=60, memory_mb=2048)
 
-    def __init__(self, tables: bool = True, ocr: bool = True, ocr_budget_seconds: float = 40.0) -> None:
+    def __init__(
+        self,
+        tables: bool = True,
+        ocr: bool = True,
+        ocr_budget_seconds: float = 40.0,
+        ocr_page_seconds: float = 30.0,
+    ) -> None:
         self.tables = tables
         self.ocr = ocr
         self.ocr_budget_seconds = ocr_budget_seconds
         """OCR time per document; later pages that need OCR get an ``ocr_skipped`` warning."""
+        self.ocr_page_seconds = ocr_page_seconds
+        """OCR time per page; a page past it gets an ``ocr_timeout`` warning."""
 
     def parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
         pymupdf.TOOLS.mupdf_display_errors(False)
@@ -104,6 +111,7 @@ class PdfParser:
         merge_tables(pages)
         text, blocks, layout = assemble(pages)
         warnings.extend(_mupdf_warnings())
+        warnings.extend(_empty_pages(pages, pdf.page_count, layout))
         if not text.strip():
             warnings.append("no_text: no extractable text")
         omap = OffsetMapBuilder()
@@ -133,7 +141,7 @@ class PdfParser:
             warnings.append(f"tables_skipped: page {number}: {len(vectors)} vector paths")
         elif kwargs is not None:
             try:
-                tables = find_tables(page, number, kwargs, ctx)
+                tables = find_tables(page, number, kwargs, ctx, warnings)
             except Exception as e:
                 warnings.append(f"table_error: page {number}: {type(e).__name__}: {str(e)[:120]}")
         content = build_blocks(page, number, text_blocks, ctx, stats, [t.bbox for t in tables])
@@ -146,34 +154,15 @@ class PdfParser:
             warnings.append(
                 f"ocr_text_layer: {stats.ocr_layer} invisible spans over images kept on page {number}"
             )
-        if self.ocr and needs_ocr(stats):
-            self._ocr(page, content, stats, warnings, deadline)
-        elif stats.garbage:
-            content.blocks, content.tables = [], []
-            warnings.append(f"garbage_text: page {number}: text layer dropped")
+        plan = decide(page, content, ctx, stats)
+        if plan.mode != "none" and self.ocr:
+            warnings.extend(run_ocr(page, content, plan, deadline, self.ocr_page_seconds))
+        elif plan.mode != "none":
+            if stats.garbage:
+                content.blocks, content.tables = [], []
+                warnings.append(f"garbage_text: page {number}: text layer dropped")
+            warnings.append(not_ocred(number, plan))
         return content
-
-    def _ocr(
-        self, page: Page, content: PageContent, stats: PageStats, warnings: list[str], deadline: float
-    ) -> None:
-        number = content.number
-        if stats.garbage:
-            content.blocks, content.tables = [], []
-            warnings.append(f"garbage_text: page {number}: text layer dropped")
-        left = deadline - time.monotonic()
-        if left < 3:
-            warnings.append(f"ocr_skipped: page {number}: OCR time budget spent")
-            return
-        try:
-            blocks = ocr_page(page, timeout=min(30.0, left))
-        except OcrUnavailable:
-            warnings.append(f"ocr_unavailable: page {number}")
-            return
-        except OcrFailed as e:
-            warnings.append(f"ocr_failed: page {number}: {e}")
-            return
-        if blocks:
-            content.blocks, content.tables = blocks, []
 
 
 def open_pdf(doc_id: str, raw: bytes) -> Document:
@@ -201,6 +190,19 @@ def open_pdf(doc_id: str, raw: bytes) -> Document:
     return pdf
 
 
+MAX_EMPTY_LISTED = 20
+
+
+def _empty_pages(pages: list[PageContent], count: int, layout: PageLayout) -> list[str]:
+    """``empty_page`` warnings for the pages that gave no text (read, but no run on them)."""
+    with_text = {r.page for r in layout.runs}
+    empty = [p.number for p in pages if p.number not in with_text]
+    out = [f"empty_page: page {n}: no text on this page" for n in empty[:MAX_EMPTY_LISTED]]
+    if len(empty) > MAX_EMPTY_LISTED:
+        out.append(f"empty_page: {len(empty) - MAX_EMPTY_LISTED} more pages of {count} without text")
+    return out
+
+
 def _mupdf_warnings() -> list[str]:
     seen: list[str] = []
     for line in pymupdf.TOOLS.mupdf_warnings(reset=True).splitlines():
@@ -211,95 +213,3 @@ def _mupdf_warnings() -> list[str]:
     if len(seen) > MAX_MUPDF_WARNINGS:
         out.append(f"mupdf: {len(seen) - MAX_MUPDF_WARNINGS} more warnings")
     return out
-
-
-# -- emission ----------------------------------------------------------------------------
-
-
-class _Text:
-    """Normalized text plus its runs; separators extend the run before them."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.pos = 0
-        self.runs: list[list[Any]] = []
-
-    def add(
-        self, text: str, page: int, bbox: tuple[float, float, float, float], ocr: bool, conf: float
-    ) -> None:
-        if text:
-            self.runs.append([self.pos, self.pos + len(text), page, bbox, ocr, conf])
-            self.parts.append(text)
-            self.pos += len(text)
-
-    def sep(self, s: str) -> None:
-        if s and self.runs:
-            self.parts.append(s)
-            self.pos += len(s)
-            self.runs[-1][1] = self.pos
-
-
-def _line_end(text: str, line: Line, nxt: Line, block: TextBlock) -> tuple[str, str]:
-    """The line's last piece without a joined hyphen, and the separator before the next line."""
-    if text.endswith("\u00ad"):
-        return text[:-1], ""
-    if text[-1:] in ("-", "\u2010") and text[-2:-1].isalpha() and nxt.text[:1].islower():
-        return text[:-1], ""
-    width = block.bbox[2] - block.bbox[0]
-    if line.bbox[2] < block.bbox[2] - 0.3 * width:
-        return text, "\n"
-    head = nxt.text[:3]
-    if (head[:1] in _BULLETS or head[:1].isdigit() or head[1:2] in (".", ")")) and _LIST_ITEM.match(nxt.text):
-        return text, "\n"
-    return text, " "
-
-
-def _emit_block(out: _Text, block: TextBlock, page: int) -> None:
-    lines = block.lines
-    for k, line in enumerate(lines):
-        last = len(line.pieces) - 1
-        for j, piece in enumerate(line.pieces):
-            text, sep = piece.text, ""
-            if j == last and k + 1 < len(lines):
-                text, sep = _line_end(text, line, lines[k + 1], block)
-            out.add(text, page, piece.bbox, piece.ocr, piece.confidence)
-            out.sep(sep)
-
-
-def _emit_table(out: _Text, table: Table) -> None:
-    for i, row in enumerate(table.rows):
-        for j, cell in enumerate(row):
-            out.add(("| " if j == 0 else " | ") + cell.text, table.row_pages[i], cell.bbox, False, 1.0)
-        out.sep(" |")
-        if i == 0:
-            out.sep("\n|" + "|".join(["---"] * len(row)) + "|")
-        if i + 1 < len(table.rows):
-            out.sep("\n")
-
-
-def assemble(pages: list[PageContent]) -> tuple[str, list[Block], PageLayout]:
-    out = _Text()
-    blocks: list[Block] = []
-    for page in pages:
-        for item in page.items:
-            out.sep("\n\n")
-            start = out.pos
-            if isinstance(item, Table):
-                _emit_table(out, item)
-                if out.pos > start:
-                    blocks.append(Block("table", start, out.pos))
-                continue
-            _emit_block(out, item, page.number)
-            if out.pos == start:
-                continue
-            if item.kind == "heading":
-                title = " ".join(" ".join(ln.text for ln in item.lines).split())
-                blocks.append(Block("heading", start, out.pos, level=item.level, title=title))
-            else:
-                blocks.append(Block("paragraph", start, out.pos))
-    first: dict[int, int] = {}
-    runs = []
-    for start, end, page_no, bbox, ocr, conf in out.runs:
-        base = first.setdefault(page_no, start)
-        runs.append(LayoutRun(start, end, page_no, start - base, bbox, ocr, conf))
-    return "".join(out.parts), blocks, PageLayout(tuple(runs))

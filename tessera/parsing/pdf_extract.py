@@ -53,8 +53,6 @@ class PageStats:
     garbage: bool = False
     h_rules: int = 0
     grid_rows: int = 0
-    image_cover: float = -1.0
-    images: list[Box] = field(default_factory=list)
 
 
 def center(b: Box) -> tuple[float, float]:
@@ -279,7 +277,6 @@ def build_blocks(
     stats: PageStats,
     skip: list[Box],
 ) -> PageContent:
-    stats.images = []
     content = PageContent(number, float(page.rect.width), float(page.rect.height))
     chars = 0
     parts: list[str] = []
@@ -306,10 +303,6 @@ def build_blocks(
             content.blocks.append(TextBlock(lines, union([ln.bbox for ln in lines])))
     stats.chars = chars
     stats.garbage = garbage(" ".join(parts))
-    if chars < 50:  # maybe a scan: how much of the page do images cover?
-        area = max(content.width * content.height, 1.0)
-        stats.images = ctx.images
-        stats.image_cover = sum((i[2] - i[0]) * (i[3] - i[1]) for i in ctx.images) / area
     return content
 
 
@@ -327,11 +320,3 @@ def garbage(text: str) -> bool:
     sample = text[:WORD_SAMPLE]
     words = len(_WORD.findall(sample))
     return words >= 20 and len(_NOT_A_WORD.findall(sample)) > 0.5 * words
-
-
-def needs_ocr(stats: PageStats) -> bool:
-    if stats.garbage:
-        return True
-    if stats.chars >= 50 or stats.image_cover < 0:
-        return False
-    return stats.image_cover >= 0.3 or (stats.chars == 0 and bool(stats.images))
