@@ -39,6 +39,7 @@ GRID = {
     "protect_share": (0.3, 0.45, 0.6),
     "name_prose": (0.6, 1.01),
     "edge_run": (0, 10),
+    "scored": ("off", "always"),
 }
 THIN = (0.0, 0.05, 0.1, 0.2, 0.3)
 
@@ -106,7 +107,7 @@ def cross_validate(pages: list[EvalPage], quick: bool = False) -> dict[str, Any]
 def _name(p: ContentParams) -> str:
     return (
         f"protect_share={p.protect_share},name_prose={p.name_prose},edge_run={p.edge_run},"
-        f"thin_ratio={p.thin_ratio}"
+        f"scored={p.scored},thin_ratio={p.thin_ratio}"
     )
 
 

@@ -285,3 +285,47 @@ def test_a_few_short_blocks_before_the_prose_are_kept() -> None:
     page = f"<body><main><p>By Ann Lee</p><p>3 May 2024</p>{paras(PROSE)}</main></body>"
     parsed, _ = parse(page)
     assert parsed.text.startswith("By Ann Lee")
+
+
+# -- readability-style scored container (html_score) --------------------------------------------
+
+
+def test_a_short_item_grid_between_the_parts_of_an_article_is_dropped() -> None:
+    grid = "".join(f"<div>Size {k} in stock</div>" for k in range(4))
+    lead = PROSE + [t.replace("walls", "fences") for t in PROSE[:2]]
+    more = [t.replace("walls", "hedges") for t in PROSE[1:]]
+    page = (
+        f"<html><body><div><div>{paras(lead)}</div>"
+        f"<div>{grid}</div><div>{paras(more)}</div></div></body></html>"
+    )
+    parsed, raw = parse(page)
+    assert "Size 2 in stock" not in parsed.text  # the grid goes
+    assert all(t in parsed.text for t in lead + more)  # both parts of the article stay
+    assert_exact(parsed, raw)
+    off, _ = parse(page, replace(DEFAULT_PARAMS, scored="off"))
+    assert "Size 2 in stock" in off.text
+
+
+def test_an_article_continued_in_a_sibling_is_kept_whole() -> None:
+    more = [t.replace("walls", "hedges") for t in PROSE[:3]]
+    page = (
+        f"<html><body><nav><ul>{NAV}</ul></nav><div><article>{paras(PROSE)}</article>"
+        f"<div>{paras(more)}</div></div><footer><ul>{NAV}</ul></footer></body></html>"
+    )
+    parsed, raw = parse(page)
+    assert all(t in parsed.text for t in PROSE + more)  # the continuation joins the article
+    assert "Section number 7" not in parsed.text  # the menus around it still go
+    assert_exact(parsed, raw)
+    off, _ = parse(page, replace(DEFAULT_PARAMS, scored="off"))
+    assert more[0] not in off.text
+
+
+def test_the_scored_container_never_drops_most_of_the_prose() -> None:
+    # one long paragraph-dense block scores best, yet the page's prose is spread over many
+    # siblings with one paragraph each: the density container is kept
+    blocks = "".join(f"<section><p>{t}</p></section>" for t in PROSE * 2)
+    dense = f"<div><p>{PROSE[0]}</p><p>{PROSE[1]}</p></div>"
+    page = f"<html><body><div>{dense}{blocks}</div></body></html>"
+    parsed, raw = parse(page)
+    assert parsed.text.count(PROSE[3]) == 2
+    assert_exact(parsed, raw)

@@ -101,10 +101,11 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/5"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
+    version = "tessera-html/6"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
     # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells); 5: thin
     # extractions fall back to the visible text, whitespace-only lines dropped, boilerplate guards,
-    # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``)
+    # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``); 6: a
+    # readability-style scored container (``html_score``, ``ContentParams.scored``)
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None, params: ContentParams | None = None) -> None:
@@ -147,7 +148,7 @@ class HtmlParser:
                 hidden = mark_hidden(tree.root, src.text, deadline=deadline)
                 order = compute_stats(tree.root, src.text, deadline)
         visible = tree.root.text  # non-space chars of every visible element, before pruning
-        sel = select_content(tree.root, order, hidden, deadline, self.params)
+        sel = select_content(tree.root, order, hidden, deadline, self.params, src.text)
         text, omap, blocks = _emit(src, sel, deadline, len(raw), self.params)
         notes: list[str] = []
         kept = _chars(text)

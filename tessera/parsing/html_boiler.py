@@ -66,6 +66,13 @@ class ContentParams:
     """Kept text below this share of the visible text: ``thin_extraction``, whole visible text."""
     thin_min_chars: int = 200
     """Visible text below which a page is too small to call its extraction thin."""
+    scored: str = "always"
+    """Readability-style container scoring (:mod:`~tessera.parsing.html_score`): ``off``;
+    ``inside``: the scored container when it lies inside the density container; ``always``."""
+    sibling_share: float = 0.2
+    """A sibling of the scored container joins it at this share of its score."""
+    scored_keep: float = 0.85
+    """The scored container is taken only when it keeps this share of the density container's prose."""
 
 
 DEFAULT_PARAMS = ContentParams()

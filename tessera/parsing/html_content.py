@@ -35,6 +35,7 @@ from tessera.parsing.html_boiler import (
     is_boilerplate,
     names,
 )
+from tessera.parsing.html_score import score_tree
 from tessera.parsing.html_text import words
 from tessera.parsing.html_tree import HEADINGS, Node
 
@@ -208,6 +209,7 @@ def select_content(
     hidden: list[tuple[Node, int]],
     deadline: Deadline | None = None,
     params: ContentParams = DEFAULT_PARAMS,
+    src: str | None = None,
 ) -> Selection:
     total = root.good
     container = root
@@ -218,6 +220,8 @@ def select_content(
             # the outermost of the candidates that hold (nearly) the best share
             container = next(n for n in cands if n.good >= 0.9 * best)
         container = _descend(container)
+        if params.scored != "off" and src is not None:
+            container = _scored(root, container, order, src, params, deadline)
     _prune(container, params, deadline)
     lead = None
     if params.lead_title and not _has_kept(container, "h1"):
@@ -230,6 +234,23 @@ def select_content(
     return Selection(
         container, len(inside), sum(n for _, n in inside), lead, tuple(node for node, _ in inside)
     )
+
+
+def _scored(
+    root: Node, container: Node, order: list[Node], src: str, params: ContentParams, deadline: Deadline | None
+) -> Node:
+    """The readability-style container, where ``params.scored`` says to take it."""
+    sc = score_tree(root, order, src, params.sibling_share, deadline)
+    if sc is None:
+        return container
+    if params.scored == "inside" and not (sc.container is container or _within(sc.container, container)):
+        return container
+    kept = sc.container.good - sum(n.good for n in sc.dropped)
+    if kept < params.scored_keep * container.good:
+        return container
+    for n in sc.dropped:
+        n.drop = True
+    return sc.container
 
 
 def hidden_text(node: Node, src: str, limit: int = 20_000) -> str:
