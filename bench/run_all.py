@@ -8,6 +8,7 @@ import sys
 BENCHES = [
     "bench.embed_throughput",
     "bench.noop_rerun",
+    "bench.incremental_cost",
     "bench.retrieval_latency",
     "bench.html_candidates",
     "bench.html_quality",

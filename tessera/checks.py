@@ -5,14 +5,17 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
 from tessera.offsets import normalize_text_bytes
 from tessera.parsing.base import slice_matches, source_encoding
 from tessera.store.blobs import BlobStore
+from tessera.store.db import sql_str
 from tessera.types import SourceDocument
+
+T = TypeVar("T")
 
 
 def source_slice_text(raw: bytes, byte_start: int, byte_end: int) -> str:
@@ -76,10 +79,15 @@ def check_offsets(rows: Iterable[dict[str, Any]], blobs: BlobStore) -> list[str]
     return problems
 
 
-def sample(rows: list[dict[str, Any]], n: int, seed: str) -> list[dict[str, Any]]:
+def sample(rows: list[T], n: int, seed: str) -> list[T]:
     if len(rows) <= n:
         return rows
     return random.Random(seed).sample(rows, n)
+
+
+_OFFSET_COLUMNS = ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages", "content_type"]
+NO_ACL = "coalesce(array_length(readers), 0) = 0 AND coalesce(array_length(groups), 0) = 0"
+"""Rows that no reader and no group may see (a published row must name at least one)."""
 
 
 def check_published(
@@ -91,19 +99,51 @@ def check_published(
     blobs: BlobStore,
     sample_size: int = 25,
 ) -> tuple[list[str], dict[str, int]]:
-    """Verify the live table against the run's listing: stale ids, ACL, dimension, offsets."""
-    data = table.to_arrow()
-    problems = check_rows(data, tenant, dimension)
+    """Verify the live table against the run's listing: stale ids, ACL, dimension, offsets.
+
+    What it reads is what the checks need, never the vectors: the ``id``, ``doc_id`` and
+    ``revision`` columns of every row (duplicates and stale rows), two filtered counts
+    (other tenants, rows without ACL), the schema (vector dimension) and the full rows of
+    the ``sample_size`` sampled ids only (offsets against the source)."""
+    keys = table.search().select(["id", "doc_id", "revision"]).limit(None).to_arrow()
+    problems: list[str] = []
+    if keys.num_rows:
+        ids = keys.column("id").to_pylist()
+        dupes = [i for i, n in Counter(ids).items() if n > 1]
+        if dupes:
+            problems.append(f"{len(dupes)} duplicate chunk ids, e.g. {dupes[0]}")
+        other = f"tenant IS NULL OR tenant != {sql_str(tenant)}"
+        if int(table.count_rows(other)):
+            found = table.search().where(other).select(["tenant"]).limit(None).to_arrow()
+            names = sorted(set(found.column("tenant").to_pylist()), key=str)
+            problems.append(f"rows of other tenants: {names}")
+        no_acl = int(table.count_rows(NO_ACL))
+        if no_acl:
+            problems.append(f"{no_acl} rows without any reader or group")
+        vtype = table.schema.field("vector").type
+        if not isinstance(vtype, pa.FixedSizeListType) or vtype.list_size != dimension:
+            problems.append(f"vector type {vtype} does not have dimension {dimension}")
     stale = 0
     for doc_id, rev in zip(
-        data.column("doc_id").to_pylist(), data.column("revision").to_pylist(), strict=True
+        keys.column("doc_id").to_pylist(), keys.column("revision").to_pylist(), strict=True
     ):
         doc = listing.get(doc_id)
         if doc_id not in quarantined and (doc is None or doc.revision != rev):
             stale += 1
     if stale:
         problems.append(f"{stale} stale rows (document gone or revision superseded)")
-    cols = ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages", "content_type"]
-    picked = sample(data.select(cols).to_pylist(), sample_size, seed=str(table.version))
+    picked = _sampled_rows(table, keys, sample_size, str(table.version))
     problems.extend(check_offsets(picked, blobs))
-    return problems, {"rows": data.num_rows, "stale_rows": stale, "offsets_checked": len(picked)}
+    return problems, {"rows": keys.num_rows, "stale_rows": stale, "offsets_checked": len(picked)}
+
+
+def _sampled_rows(table: Any, keys: pa.Table, n: int, seed: str) -> list[dict[str, Any]]:
+    """The offset columns of ``n`` rows sampled by id (all rows when there are fewer)."""
+    ids = sorted(set(sample(keys.column("id").to_pylist(), n, seed)))
+    if not ids:
+        return []
+    where = f"id IN ({', '.join(sql_str(i) for i in ids)})"
+    rows: list[dict[str, Any]] = (
+        table.search().where(where).select(_OFFSET_COLUMNS).limit(None).to_arrow().to_pylist()
+    )
+    return rows

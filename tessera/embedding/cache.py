@@ -22,6 +22,18 @@ from tessera.types import sha256_hex
 _LOOKUP_BATCH = 2000
 
 
+def vector_array(vectors: Sequence[Vectors] | np.ndarray, dimension: int) -> pa.FixedSizeListArray:
+    """``vectors`` as a non-nullable ``fixed_size_list<float32>[dimension]`` array, built over one
+    contiguous float32 buffer (no per-value Python objects). A vector of another length, or a
+    non-finite value, is a ``ValueError``."""
+    flat = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).reshape(-1))
+    if flat.size != len(vectors) * dimension:
+        raise ValueError(f"vectors do not all have dimension {dimension}")
+    if not np.isfinite(flat).all():
+        raise ValueError("vectors hold non-finite values")
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), dimension)
+
+
 def text_key(text: str) -> str:
     return sha256_hex(text)
 
@@ -67,7 +79,7 @@ class EmbeddingCache:
             {
                 "key": pa.array(keys, pa.string()),
                 "model_hash": pa.array([self.identity.hash] * len(keys), pa.string()),
-                "vector": pa.array([entries[k].tolist() for k in keys], self.schema.field("vector").type),
+                "vector": vector_array([entries[k] for k in keys], self.identity.dimension),
             },
             schema=self.schema,
         )

@@ -5,6 +5,14 @@ FTS (BM25) on ``embedding_text`` for lexical and hybrid search; LABEL_LIST on ``
 IVF_HNSW_SQ vector index once the table is large enough, kept only if its recall@10 against exact
 search on sampled queries is at least 0.95. Index builds are commits of their own; publish
 tags the version that has them.
+
+A publish pays for its change, not for the table: rows it adds are folded into the existing
+indexes (Lance ``optimize_indices``: scalar and FTS indexes merge the new rows, the vector
+index gets a delta segment assigned to its trained partitions, no retraining). An index is
+built from scratch only when it is missing, when more than ``REBUILD_FRACTION`` of the rows
+are outside it (the trained partitions no longer describe the table), or when the vector
+index has ``MAX_VECTOR_SEGMENTS`` delta segments. Either way no row is left unindexed, which is
+what ``tessera doctor`` checks.
 """
 
 from __future__ import annotations
@@ -20,6 +28,10 @@ RECALL_TARGET = 0.95
 NPROBES = 20
 REFINE = 5
 """Query-time settings of the vector index; the recall check uses the same ones."""
+REBUILD_FRACTION = 0.25
+"""Above this fraction of unindexed rows an index is rebuilt rather than updated."""
+MAX_VECTOR_SEGMENTS = 8
+"""A vector index with this many segments (its build plus deltas) is rebuilt (retrained)."""
 SCALAR = {
     "readers": "label_list",
     "groups": "label_list",
@@ -37,35 +49,60 @@ def _config(kind: str) -> Any:
 
 def index_state(table: Any) -> dict[str, tuple[str, int]]:
     """column -> (index type, unindexed rows)."""
-    state: dict[str, tuple[str, int]] = {}
+    return {column: (kind, unindexed) for column, (_, kind, unindexed, _) in _indexes(table).items()}
+
+
+def _indexes(table: Any) -> dict[str, tuple[str, str, int, int]]:
+    """column -> (index name, index type, unindexed rows, segments)."""
+    state: dict[str, tuple[str, str, int, int]] = {}
     for idx in table.list_indices():
         stats = table.index_stats(idx.name)
         unindexed = int(getattr(stats, "num_unindexed_rows", 0) or 0)
-        state[idx.columns[0]] = (str(idx.index_type), unindexed)
+        segments = int(getattr(stats, "num_indices", 1) or 1)
+        state[idx.columns[0]] = (idx.name, str(idx.index_type), unindexed, segments)
     return state
 
 
+def _needs_rebuild(unindexed: int, rows: int) -> bool:
+    return unindexed > REBUILD_FRACTION * rows
+
+
 def ensure_indexes(table: Any, vector_min_rows: int = VECTOR_INDEX_MIN_ROWS) -> dict[str, str]:
-    """Create missing indexes and rebuild stale ones; returns what was done per column."""
+    """Create missing indexes, update stale ones with the rows they lack (rebuild them when
+    too much is missing); returns what was done per column ("created", "updated", "rebuilt")."""
     rows = int(table.count_rows())
     done: dict[str, str] = {}
     if rows == 0:
         return done
-    state = index_state(table)
+    state = _indexes(table)
     wanted = {"embedding_text": "fts", **SCALAR}
+    fold: dict[str, str] = {}  # column -> index name
     try:
         for column, kind in wanted.items():
             current = state.get(column)
-            if current is None or current[1] > 0:
+            if current is None or _needs_rebuild(current[2], rows):
                 table.create_index(column, config=_config(kind), replace=True)
                 done[column] = "created" if current is None else "rebuilt"
+            elif current[2] > 0:
+                fold[column] = current[0]
         if rows >= vector_min_rows:
             current = state.get("vector")
-            if current is None or current[1] > 0:
+            if current is None or _needs_rebuild(current[2], rows) or current[3] >= MAX_VECTOR_SEGMENTS:
                 done["vector"] = _vector_index(table, rows)
+            elif current[2] > 0:
+                fold["vector"] = current[0]
+        if fold:
+            _fold(table, sorted(fold.values()))
+            done.update(dict.fromkeys(fold, "updated"))
     except Exception as e:
         raise PublishError(f"building indexes failed: {e}") from e
     return done
+
+
+def _fold(table: Any, names: list[str]) -> None:
+    """Add the rows the named indexes lack to them, in one commit, without rebuilding them."""
+    table.to_lance().optimize.optimize_indices(index_names=names)
+    table.checkout_latest()  # the handle moves to the version that has the updated indexes
 
 
 def _vector_index(table: Any, rows: int) -> str:
