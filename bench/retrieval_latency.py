@@ -1,8 +1,9 @@
-"""Query latency on a 100k-chunk synthetic tenant.
+"""Query latency on a 100k-chunk synthetic tenant, indexed as the default chunking profile indexes.
 
-Every chunk but one in four has three sentence vectors (as prose chunks have with the default
-``chunking.sentence_vectors``), so the dense side fetches the nearest chunks' vectors and
-rescores them (``tessera.search.fusion``).
+With the default ``chunking.sentence_vectors`` on, every chunk but one in four has three
+sentence vectors (as prose chunks have), so the dense side fetches the nearest chunks' vectors
+and rescores them (``tessera.search.fusion``); with it off (the default since issue 16) the
+column is null, as a publish writes it. ``BENCH_SENTENCE_VECTORS=1`` measures the former.
 Hybrid search (BM25 + vector, RRF) with the ACL/date prefilter, as a ratio to unfiltered
 vector search in the same run; then the same hybrid query after dropping every index (flat
 vector scan, exact BM25 over the filtered rows) to show what the indexes buy. Vectors are
@@ -11,6 +12,7 @@ random unit vectors (the query engine is measured, not the embedding model).
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -21,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from bench.common import peak_rss_mb, write_result
+from tessera.config import ChunkingConfig
 from tessera.embedding.identity import ModelIdentity
 from tessera.search.principal import Principal, access_filter
 from tessera.search.query import SearchOptions, retrieve
@@ -31,6 +34,7 @@ from tessera.store.schema import chunk_schema, sentence_column
 
 N, DIM, QUERIES, K, SENTENCES = 100_000, 384, 40, 10, 3
 WORDS = [f"w{i}" for i in range(5000)]
+WITH_SENTENCES = os.environ.get("BENCH_SENTENCE_VECTORS", "") == "1" or ChunkingConfig().sentence_vectors
 
 
 class RandomQueries:
@@ -64,15 +68,21 @@ def build(index: TenantIndex, rng: np.random.Generator) -> None:
         start=[0] * N, end=[1] * N, byte_start=[0] * N, byte_end=[1] * N, position=list(range(N)),
         token_count=[40] * N, heading_path=[[] for _ in range(N)], pages=[[] for _ in range(N)],
     )  # fmt: skip
-    plain = pa.schema([f for f in schema if f.name not in vector_columns])
+    first = schema.get_field_index("vector")
+    plain = pa.schema([f for f in list(schema)[:first] if f.name not in vector_columns])
     table = pa.Table.from_pydict(cols, schema=plain)
     table = table.append_column(
         schema.field("vector"), pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), DIM)
     )
-    sent = vec[:, None, :] + 0.3 * rng.standard_normal((N, SENTENCES, DIM)).astype(np.float32)
-    sent /= np.linalg.norm(sent, axis=2, keepdims=True)
-    per_row = [None if i % 4 == 0 else sent[i] for i in range(N)]
+    per_row: list[Any] = [None] * N
+    if WITH_SENTENCES:
+        sent = vec[:, None, :] + 0.3 * rng.standard_normal((N, SENTENCES, DIM)).astype(np.float32)
+        sent /= np.linalg.norm(sent, axis=2, keepdims=True)
+        per_row = [None if i % 4 == 0 else sent[i] for i in range(N)]
     table = table.append_column(schema.field("sentence_vectors"), sentence_column(per_row, DIM))
+    for f in schema:  # columns after the vectors (acl_source), in the table's order
+        if f.name not in table.schema.names:
+            table = table.append_column(f, pa.nulls(N, f.type))
     index.publish(table, {f"d{i}" for i in range(N // 10)}, "bench-build", "c")
 
 
@@ -136,7 +146,8 @@ def main() -> int:
         "rows": N,
         "dimension": DIM,
         "k": K,
-        "sentence_vectors_per_row": SENTENCES * 3 / 4,
+        "chunking_default": ChunkingConfig().as_dict(),
+        "sentence_vectors_per_row": SENTENCES * 3 / 4 if WITH_SENTENCES else 0,
         "build_and_index_seconds": round(build_s, 1),
         "indexes": indexes,
         "index_actions": actions,

@@ -60,23 +60,49 @@ class DedupConfig:
 
 
 @dataclass(frozen=True)
+class AdaptiveConfig:
+    """How ``strategy: adaptive`` sizes chunks from the document alone (never from questions).
+
+    A heading section of at most ``long_section_tokens`` tokens is chunked as ``structural``
+    does with the profile's ``target_tokens`` / ``overlap_tokens``: the document has structure
+    at that scale. A longer section (a report or story without headings at the window's
+    scale) gets windows of ``long_target_tokens`` with ``long_overlap_tokens`` of overlap.
+    """
+
+    long_section_tokens: int = 1024
+    long_target_tokens: int = 256
+    long_overlap_tokens: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "long_section_tokens": self.long_section_tokens,
+            "long_target_tokens": self.long_target_tokens,
+            "long_overlap_tokens": self.long_overlap_tokens,
+        }
+
+
+@dataclass(frozen=True)
 class ChunkingConfig:
-    """The default is the profile ``tessera eval chunking`` recommended on the Chroma corpora
-    (``docs/eval/chunking/report.json``); a test keeps the two equal.
+    """The default is the profile ``tessera eval chunking`` recommends by leave-one-corpus-out
+    over the eight development corpora (``tessera.evaluation.chunking.recommended``,
+    ``docs/eval/chunking/report.json``): structural 256/0 without sentence vectors. A test
+    keeps the three equal.
 
     ``sentence_vectors``: besides the chunk's own vector, each sentence of a prose chunk is
     embedded with the chunk's breadcrumb (``tessera.chunking.probes``); dense search scores a
     chunk by its vector and its best sentence (``tessera.search.fusion``). It changes what is
-    indexed, so it is part of the profile and of every chunk id.
+    indexed, so it is part of the profile and of every chunk id. Off by default: out of sample
+    it gained nothing beyond its noise and doubles the embedded tokens (issue 16).
     """
 
     strategy: str = "structural"
     max_tokens: int = 256
-    target_tokens: int = 144
+    target_tokens: int = 256
     overlap_tokens: int = 0
-    sentence_vectors: bool = True
+    sentence_vectors: bool = False
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    adaptive: AdaptiveConfig = field(default_factory=AdaptiveConfig)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -88,6 +114,8 @@ class ChunkingConfig:
         }
         if self.strategy == "semantic":
             out["semantic"] = self.semantic.as_dict()
+        if self.strategy == "adaptive":
+            out["adaptive"] = self.adaptive.as_dict()
         if self.dedup != DedupConfig():
             out["dedup"] = self.dedup.as_dict()
         return out
@@ -110,11 +138,11 @@ class QualityGateConfig:
 
 def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingConfig:
     profile_keys = {"strategy", "max_tokens", "target_tokens", "overlap_tokens", "sentence_vectors"}
-    check_keys(data, key, profile_keys | {"semantic", "dedup"})
+    check_keys(data, key, profile_keys | {"semantic", "dedup", "adaptive"})
     max_tokens = integer(data, "max_tokens", key, 256, 16, 8192)
     target = integer(data, "target_tokens", key, min(ChunkingConfig.target_tokens, max_tokens), 8, max_tokens)
     overlap = integer(data, "overlap_tokens", key, ChunkingConfig.overlap_tokens, 0, target - 1)
-    strategy = string(data, "strategy", key, "structural")
+    strategy = string(data, "strategy", key, ChunkingConfig.strategy)
     from tessera.chunking.registry import available_chunkers  # local: avoid an import cycle
 
     if strategy not in available_chunkers():
@@ -140,7 +168,23 @@ def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingCo
         permutations=integer(dd, "permutations", dkey, 64, 16, 512),
     )
     sentence_vectors = boolean(data, "sentence_vectors", key, ChunkingConfig.sentence_vectors)
-    return ChunkingConfig(strategy, max_tokens, target, overlap, sentence_vectors, semantic, dedup)
+    adaptive = parse_adaptive(mapping(data.get("adaptive"), f"{key}.adaptive"), f"{key}.adaptive", max_tokens)
+    return ChunkingConfig(strategy, max_tokens, target, overlap, sentence_vectors, semantic, dedup, adaptive)
+
+
+def parse_adaptive(data: Mapping[str, Any], key: str, max_tokens: int) -> AdaptiveConfig:
+    check_keys(data, key, {"long_section_tokens", "long_target_tokens", "long_overlap_tokens"})
+    d = AdaptiveConfig()
+    long_target = integer(
+        data, "long_target_tokens", key, min(d.long_target_tokens, max_tokens), 8, max_tokens
+    )
+    return AdaptiveConfig(
+        long_section_tokens=integer(data, "long_section_tokens", key, d.long_section_tokens, 1, 10_000_000),
+        long_target_tokens=long_target,
+        long_overlap_tokens=integer(
+            data, "long_overlap_tokens", key, min(d.long_overlap_tokens, long_target - 1), 0, long_target - 1
+        ),
+    )
 
 
 def parse_quality(data: object, key: str, base: Path) -> QualityGateConfig | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from tessera.chunking.headings import document_headings, wiki_headings
 from tessera.chunking.tokens import HFTokenCounter
 from tessera.config import ChunkingConfig
-from tessera.config_chunking import parse_chunking
+from tessera.config_chunking import AdaptiveConfig, parse_chunking
 from tessera.embedding.cache import EmbeddingCache
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import EvaluationError
@@ -20,6 +21,7 @@ from tessera.evaluation.chunking import frontier
 from tessera.evaluation.chunking.corpus import load_corpus
 from tessera.evaluation.chunking.harness import code_points, locate
 from tessera.evaluation.chunking.metrics import Span, intact, merge, precision_omega, score
+from tessera.evaluation.chunking.recommended import RECOMMENDED
 from tessera.evaluation.chunking.sweep import Embedding, SweepSettings, run_sweep
 from tessera.offsets import OffsetMap
 from tessera.store.db import connect
@@ -162,8 +164,11 @@ def test_sweep_reports_every_profile_and_reuses_the_cache(
         embedder, EmbeddingCache(connect(str(tmp_path / "cache")), "eval", embedder.identity)
     )
     settings = SweepSettings(
-        strategies=("token", "recursive", "structural"), sizes=(32, 64), overlaps=(0, 50), peers=(), k=3
-    )
+        strategies=("token", "recursive", "structural"), sizes=(32, 64), overlaps=(0, 50), peers=(), k=3,
+        fusion_study=True,
+        extra=(("adaptive-32/64@40", ChunkingConfig(strategy="adaptive", target_tokens=32,
+                                                    adaptive=AdaptiveConfig(40, 64, 0))),),
+    )  # fmt: skip
     report = run_sweep(corpus, embedding, counter, model_path, settings)
     rows = report["rows"]
     assert [r["name"] for r in rows] == [n for n, _ in settings.profiles()]
@@ -171,18 +176,28 @@ def test_sweep_reports_every_profile_and_reuses_the_cache(
     for r in rows:
         for mode in ("dense", "hybrid"):
             assert 0 <= r[mode]["iou"] <= r[mode]["recall"] <= 100
-            assert r[mode]["mean_retrieved_tokens"] <= 3 * r["max_tokens_seen"]
+            assert 0 <= r[mode]["token_iou"] <= r[mode]["token_recall"] <= 100
+            assert r[mode]["retrieved_tokens"] <= 3 * r["max_tokens_seen"]
+            per = r["per_corpus"]
+            assert set(per) == {"alpha", "beta"} and sum(per[c][mode]["n"] for c in per) == 6
     token_rows = {r["name"]: r for r in rows if r["strategy"] == "token"}
     assert token_rows["token-32-50"]["indexed_tokens"] > token_rows["token-32-0"]["indexed_tokens"]
     assert report["recommended"]["name"] in {r["name"] for r in rows}
-    assert any(r["sentence_probes"] > 0 for r in rows)  # the default profile embeds sentences
-    # the ablation: the recommended profile again, with sentence vectors off (no probes)
+    sel = report["selection"]
+    assert [f["held_out"] for f in sel["folds"]] == ["alpha", "beta"]
+    assert sel["recommended"] == report["recommended"]["name"]
+    # the ablation: the recommended profile again, with sentence vectors on (probes, their cost)
     [ablation] = report["ablation"]
-    assert ablation["name"] == f"{report['recommended']['name']} sentence_vectors=False"
-    assert ablation["sentence_probes"] == 0 and ablation["config"]["sentence_vectors"] is False
-    again = run_sweep(corpus, embedding, counter, model_path, settings)
+    assert ablation["name"] == f"{report['recommended']['name']} sentence_vectors=True"
+    assert ablation["sentence_probes"] > 0 and ablation["config"]["sentence_vectors"] is True
+    assert ablation["cost"]["embedded_tokens"] > ablation["indexed_tokens"]
+    fusion = report["fusion_study"]  # the product's fusion against LanceDB's, on the same chunks
+    assert set(fusion["variants"]) == {"depth-k", "bm25-on-text", "lancedb-hybrid"}
+    assert fusion["variants"]["depth-k"]["fusion"]["depth"] == settings.k
+    assert fusion["product"]["pooled"] == next(r for r in rows if r["name"] == sel["recommended"])["hybrid"]
+    again = run_sweep(corpus, embedding, counter, model_path, replace(settings, fusion_study=False))
     assert all(r["embedded_texts"] == 0 for r in again["rows"])  # every text came from the cache
-    assert [r["dense"] for r in again["rows"]] == [r["dense"] for r in rows]
+    assert [r["dense"]["recall"] for r in again["rows"]] == [r["dense"]["recall"] for r in rows]
 
 
 def test_heatmaps_are_png(tmp_path: Path) -> None:
@@ -200,8 +215,13 @@ def test_heatmaps_are_png(tmp_path: Path) -> None:
 
 
 def test_recommended_profile_is_the_default() -> None:
+    """The profile recorded in code is the configuration default, and a YAML without a
+    ``chunking`` section gets it; the committed report (when present) recommends the same."""
+    assert parse_chunking(RECOMMENDED).as_dict() == ChunkingConfig().as_dict() == RECOMMENDED
+    assert parse_chunking({}).as_dict() == RECOMMENDED
     report = ROOT / "docs" / "eval" / "chunking" / "report.json"
     if not report.exists():
         pytest.skip("no committed chunking report")
-    recommended = json.loads(report.read_text("utf-8"))["recommended"]["config"]
-    assert parse_chunking(recommended).as_dict() == ChunkingConfig().as_dict()
+    data = json.loads(report.read_text("utf-8"))
+    assert parse_chunking(data["recommended"]["config"]).as_dict() == RECOMMENDED
+    assert data["selection"]["recommended"] == data["recommended"]["name"]  # the out-of-sample choice

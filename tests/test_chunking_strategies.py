@@ -314,6 +314,19 @@ def sentences(text: str) -> list[str]:
         ("A title\n\nBody text without a stop", ["A title", "Body text without a stop"]),
         ("Intro line\n- item one\n- item two", ["Intro line", "- item one", "- item two"]),
         ("wrapped line\ncontinues here. Next one.", ["wrapped line\ncontinues here.", "Next one."]),
+        (  # an all-lowercase text still has sentences (issue 16)
+            "the company had a net loss in 2017. the loss was driven by impairments of goodwill. "
+            "revenue rose.",
+            [
+                "the company had a net loss in 2017.",
+                "the loss was driven by impairments of goodwill.",
+                "revenue rose.",
+            ],
+        ),
+        ("use e.g. the hammer at 3.5 volts. it works.", ["use e.g. the hammer at 3.5 volts.", "it works."]),
+        ("mr. smith left... and then came back. ok.", ["mr. smith left... and then came back.", "ok."]),
+        ("apples, pears, etc. the rest.", ["apples, pears, etc. the rest."]),
+        ("see j. smith. he knows.", ["see j. smith.", "he knows."]),
         ("", []),
         ("   \n\n  ", []),
     ],

@@ -322,6 +322,7 @@ def test_embedding_failure_before_publish_changes_nothing(ws: Any) -> None:
 
 @pytest.mark.scenario("B1")
 def test_transient_embedding_failure_retries_only_that_batch(ws: Any) -> None:
+    ws.chunking["sentence_vectors"] = True  # the sentence batches are retried alone too
     ws.tenant(
         "acme",
         {
@@ -365,6 +366,7 @@ def test_permanent_embedding_error_is_not_retried(ws: Any) -> None:
 
 @pytest.mark.scenario("B4")
 def test_new_model_version_gets_separate_tables(ws: Any) -> None:
+    ws.chunking["sentence_vectors"] = True  # chunk and sentence vectors both re-embedded
     ws.tenant("acme", {"a.md": md_sections("Alpha", 3), "b.md": md_sections("Beta", 2)})
     v1, v2 = ws.embedder, HashEmbedder(version="2")
     assert v1.identity.key != v2.identity.key

@@ -104,6 +104,7 @@ def _started(instance: DagsterInstance, run_id: str) -> list[str]:
 
 @pytest.mark.scenario("D1", "B1")
 def test_a_transient_embedding_failure_is_retried_in_the_same_run_and_bounded(ws: Workspace) -> None:
+    ws.chunking["sentence_vectors"] = True  # chunk and sentence batches are both retried
     ws.tenant("acme", DOCS)
     cfg = ws.config()
     max_retries = cfg.embedding.max_retries
@@ -136,6 +137,7 @@ def test_a_transient_embedding_failure_is_retried_in_the_same_run_and_bounded(ws
     assert emb["batches"] + emb["sentences"]["batches"] == batches
 
     clean = Workspace(ws.root / "clean")  # the final table equals a fault-free run
+    clean.chunking = dict(ws.chunking)
     clean.tenant("acme", DOCS)
     clean.run("acme", "r1")
     assert [(r["id"], r["vector"]) for r in ws.rows("acme")] == [

@@ -14,6 +14,7 @@ from tessera.errors import ConfigError
 
 _BUILTIN = {
     "structural": "tessera.chunking.structural:StructuralChunker",
+    "adaptive": "tessera.chunking.adaptive:AdaptiveChunker",
     "code": "tessera.chunking.code:CodeChunker",
     "token": "tessera.chunking.token:TokenChunker",
     "recursive": "tessera.chunking.recursive:RecursiveChunker",

@@ -5,9 +5,10 @@ free of surrounding whitespace, and together cover every non-whitespace characte
 range (what lies between two spans is whitespace). A sentence ends:
 
 * after ``.``, ``?``, ``!``, an ellipsis (``...``/``…``) or a run of them, plus any closing
-  quotes or brackets, when whitespace follows; after ``.`` and ellipses only when the next
-  word does not start lowercase, and never after a known abbreviation (``Mr.``, ``e.g.``,
-  ``U.S.``), a single-letter initial (``J. Smith``) or inside a number (``3.14``);
+  quotes or brackets, when whitespace follows; after an ellipsis only when the next word does
+  not start lowercase (``... and then``); after ``.`` whatever the case of the next word (an
+  all-lowercase text still has sentences), but never after a known abbreviation (``Mr.``,
+  ``e.g.``, ``U.S.``), a single-letter initial (``J. Smith``) or inside a number (``3.14``);
 * after the CJK ``。！？``, Devanagari ``।``/``॥``, Arabic/Urdu ``؟``/``۔`` at once (these
   scripts do not put a space after the terminator);
 * at a blank line (a paragraph break), and at a line break before a Markdown block
@@ -47,15 +48,13 @@ def _boundary_after_period(text: str, dot: int, after: int, end: int) -> bool:
     nxt = after
     while nxt < end and text[nxt].isspace():
         nxt += 1
-    upper_next = nxt >= end or not text[nxt].islower()
-    if not upper_next:
-        return False  # "... and then", "e.g. the": the sentence goes on
+    lower_next = nxt < end and text[nxt].islower()
     if text[dot] != "." or (dot + 1 < len(text) and text[dot + 1] == "."):
-        return True  # an ellipsis followed by a capital
+        return not lower_next  # an ellipsis: "... and then" goes on, "... Then" ends
     word = _WORD_BEFORE.search(text, max(0, dot - 16), dot)
     token = word.group(0).lower() if word else ""
     if token in ABBREVIATIONS:
-        return token in _ENDS_SENTENCE_TOO
+        return token in _ENDS_SENTENCE_TOO and not lower_next  # "etc. the" goes on
     return not (len(token) == 1 and token.isalpha())  # "J. Smith": an initial
 
 

@@ -161,32 +161,64 @@ def _nearest(table: Any, vector: list[float], column: str, where: str, n: int, c
 def _dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str, Any]]:
     """Top ``n`` by the fused score of :mod:`tessera.search.fusion`: the ``candidate_depth(n)``
     nearest chunk vectors under the principal's prefilter, each rescored exactly from its
-    stored vectors. A table without the ``sentence_vectors`` column ranks by chunk vector."""
+    stored vectors. A table without the ``sentence_vectors`` column ranks by chunk vector.
+    Either way exact ties are ordered by chunk id (:func:`_rank_key`), also at the cut."""
     if "sentence_vectors" not in table.schema.names:
-        rows = _nearest(table, vector, "vector", where, n, COLUMNS)
+        rows = _nearest(table, vector, "vector", where, candidate_depth(n), COLUMNS)
         for r in rows:
             r["_score"] = 1.0 - float(r.pop("_distance"))
-        return rows
+        return sorted(rows, key=_rank_key)[:n]  # fetched deeper: a tie at the cut is decided by id
     query = np.asarray(vector, np.float32)
     cols = [*COLUMNS, "vector", "sentence_vectors"]
     rows = _nearest(table, vector, "vector", where, candidate_depth(n), cols)
     for r in rows:
         r.pop("_distance")
         r["_score"] = row_score(query, r.pop("vector"), r.pop("sentence_vectors"))
-    return sorted(rows, key=lambda r: (-r["_score"], r["id"]))[:n]
+    return sorted(rows, key=_rank_key)[:n]
 
 
-def _lexical(table: Any, query: str, where: str, n: int) -> list[dict[str, Any]]:
+def _rank_key(row: dict[str, Any]) -> tuple[float, str]:
+    """Best score first; exact ties by chunk id, a sha256, so no copy of a repeated passage
+    (the first one in a document, say) is favoured over another."""
+    return -float(row["_score"]), str(row["id"])
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid search fuses; the default is the product's. The other settings exist so the
+    evaluation can compare them on the same code path (``tessera.evaluation.chunking.fusion``).
+
+    ``depth``: candidates per list (None: :func:`fusion_depth`); ``fts_column``: the column BM25
+    ranks; ``lancedb``: LanceDB's own hybrid query with its ``RRFReranker`` instead (it fetches
+    ``limit`` rows per list and fuses them with K = 60)."""
+
+    depth: int | None = None
+    fts_column: str = "embedding_text"
+    lancedb: bool = False
+
+
+PRODUCT_FUSION = Fusion()
+
+
+def _lexical(
+    table: Any, query: str, where: str, n: int, column: str = "embedding_text"
+) -> list[dict[str, Any]]:
     if not query.strip():
         return []
     try:
-        q = table.search(query, query_type="fts", fts_columns="embedding_text").where(where, prefilter=True)
-        rows: list[dict[str, Any]] = q.select([*COLUMNS, "_score"]).limit(n).to_arrow().to_pylist()
+        q = table.search(query, query_type="fts", fts_columns=column).where(where, prefilter=True)
+        found = q.select([*COLUMNS, "_score"]).limit(candidate_depth(n)).to_arrow().to_pylist()
+        rows: list[dict[str, Any]] = sorted(found, key=_rank_key)[:n]  # ties by id, as dense
         return rows
     except ValueError as e:
         if "INVERTED index" not in str(e):
             raise
         return flat_bm25(table, query, where, n, COLUMNS)  # no FTS index yet: exact, slower
+
+
+def fusion_depth(k: int) -> int:
+    """Candidates per list (dense and BM25) that hybrid search fuses for a top ``k``."""
+    return max(k, 20) * 2
 
 
 def rrf(lists: list[list[dict[str, Any]]], k: int) -> list[dict[str, Any]]:
@@ -201,33 +233,73 @@ def rrf(lists: list[list[dict[str, Any]]], k: int) -> list[dict[str, Any]]:
     return [{**rows[i], "_score": scores[i]} for i in order]
 
 
+def _lancedb_hybrid(
+    table: Any, query: str, vector: list[float], where: str, n: int, column: str
+) -> list[Any]:
+    from lancedb.rerankers import RRFReranker
+
+    q = (
+        table.search(query_type="hybrid", vector_column_name="vector", fts_columns=column)
+        .vector(vector)
+        .text(query)
+        .where(where, prefilter=True)
+        .rerank(RRFReranker())
+    )
+    rows: list[dict[str, Any]] = q.select(COLUMNS).limit(n).to_arrow().to_pylist()
+    for r in rows:
+        r["_score"] = float(r.pop("_relevance_score"))
+    return rows
+
+
 def retrieve(
     table: Any,
-    embedder: Embedder,
+    embedder: Embedder | None,
     query: str,
     where: str,
     opts: SearchOptions,
     vector: list[float] | None = None,
+    fusion: Fusion = PRODUCT_FUSION,
 ) -> list[dict[str, Any]]:
-    depth = max(opts.k, 20) * 2
+    """The ranked rows of one query: ``embedder`` may be None when ``vector`` is given."""
+    depth = fusion.depth or fusion_depth(opts.k)
     if opts.mode == "lexical":
         return _lexical(table, query, where, opts.k)
     if vector is None:
+        if embedder is None:
+            raise InvalidArgument("vector", "a dense or hybrid search needs a query vector or an embedder")
         vector = embedder.embed_query(query).tolist()
     if opts.mode == "dense":
         return _dense(table, vector, where, opts.k)
-    return rrf([_dense(table, vector, where, depth), _lexical(table, query, where, depth)], opts.k)
+    if fusion.lancedb:
+        return _lancedb_hybrid(table, query, vector, where, opts.k, fusion.fts_column)
+    lexical = _lexical(table, query, where, depth, fusion.fts_column)
+    return rrf([_dense(table, vector, where, depth), lexical], opts.k)
 
 
 def _distinct(
     table: Any, embedder: Embedder, query: str, where: str, opts: SearchOptions
 ) -> list[dict[str, Any]]:
-    """Top-k after ``collapse``, widening the candidates while duplicates eat into k; then
-    every readable copy of each result joins its ``_sources`` (``with_all_copies``)."""
     vector = None if opts.mode == "lexical" else embedder.embed_query(query).tolist()
+    return ranked_rows(table, embedder, query, where, opts, vector)
+
+
+def ranked_rows(
+    table: Any,
+    embedder: Embedder | None,
+    query: str,
+    where: str,
+    opts: SearchOptions,
+    vector: list[float] | None,
+    fusion: Fusion = PRODUCT_FUSION,
+) -> list[dict[str, Any]]:
+    """Top-k after ``collapse``, widening the candidates while duplicates eat into k; then
+    every readable copy of each result joins its ``_sources`` (``with_all_copies``).
+
+    This is the ranking :func:`search` returns (before expansion); ``tessera eval chunking``
+    calls it with the query vector it already has, so the evaluation is the product."""
     n = opts.k
     while True:
-        rows = retrieve(table, embedder, query, where, replace(opts, k=n), vector)
+        rows = retrieve(table, embedder, query, where, replace(opts, k=n), vector, fusion)
         kept = collapse(rows, opts.near_duplicates)
         if len(kept) >= opts.k or len(rows) < n or n >= MAX_CANDIDATES:
             return with_all_copies(table, where, rows, kept[: opts.k], opts.near_duplicates, COLUMNS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +102,19 @@ def load_corpus(folder: Path, questions: Path | None = None) -> Corpus:
     if not out:
         raise EvaluationError(f"{qpath} has no questions")
     return Corpus(files, raw, texts, tuple(out))
+
+
+def pool(corpora: Sequence[Corpus]) -> Corpus:
+    """Several corpus folders as one collection (the Chroma study pools its corpora so);
+    a corpus id present in two folders is an error, never silently merged."""
+    files: dict[str, Path] = {}
+    raw: dict[str, bytes] = {}
+    texts: dict[str, str] = {}
+    for c in corpora:
+        clash = sorted(set(c.texts) & set(texts))
+        if clash:
+            raise EvaluationError(f"corpus ids {clash} appear in more than one folder")
+        files.update(c.files)
+        raw.update(c.raw)
+        texts.update(c.texts)
+    return Corpus(files, raw, texts, tuple(q for c in corpora for q in c.questions))

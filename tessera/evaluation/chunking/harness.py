@@ -3,23 +3,18 @@
 The corpus is parsed and chunked exactly as a tenant run would do it (same parsers, same
 chunker registry, same ``ChunkContext``), and each chunk's source byte range is mapped back
 to code points of the corpus file, the unit of the reference spans. Chunks of every corpus
-share one collection, as in the Chroma study. Retrieval:
 
-- ``dense``: exact top-k by the production score (:mod:`tessera.search.fusion`: the chunk
-  vector, and when the profile has ``sentence_vectors`` the nearest chunks rescored with
-  their best sentence vector);
-- ``hybrid``: the production fusion, :func:`tessera.search.query.rrf` over dense and LanceDB
-  BM25 (the FTS index the publish step builds on ``embedding_text``), 40 candidates each.
+share one collection, as in the Chroma study. Retrieval is the product's
+(:class:`tessera.evaluation.chunking.collection.Collection`): the hits ``tessera search``
+returns, exact duplicates folded into one hit whose every source range counts as retrieved.
+Each question is scored on its own (:func:`evaluate`), so scores can be averaged per corpus
+as well as over the pool.
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from statistics import mean
-from typing import Any
 
 import numpy as np
 
@@ -29,22 +24,15 @@ from tessera.chunking.registry import chunker_for
 from tessera.chunking.tokens import TokenCounter
 from tessera.config import ChunkingConfig
 from tessera.errors import EvaluationError
+from tessera.evaluation.chunking.collection import Collection, EvalChunk, Hit
 from tessera.evaluation.chunking.corpus import Corpus, Question
-from tessera.evaluation.chunking.metrics import Span, intact, precision_omega, score
+from tessera.evaluation.chunking.metrics import Span, TokenGrid, intact, precision_omega, score
+from tessera.evaluation.chunking.retriever import Retriever
 from tessera.parsing.base import parse_document, parser_for_path
-from tessera.search.fusion import SentenceVectors, candidate_depth, fuse
+from tessera.search.query import PRODUCT_FUSION, Fusion, fusion_depth
 from tessera.types import SourceDocument, sha256_hex
 
-DEPTH = 40  # candidates per list in hybrid fusion, as in tessera.search.query.retrieve
-
-
-@dataclass(frozen=True)
-class EvalChunk:
-    span: Span
-    embedding_text: str
-    tokens: int
-    probes: tuple[str, ...] = ()
-    """Sentence probe texts (``tessera.chunking.probes``) when the profile embeds them."""
+__all__ = ["EvalChunk", "Retriever", "budget_hits", "chunk_corpus", "evaluate", "locate", "peer_chunks"]
 
 
 def _doc(corpus_id: str, path: Path, raw: bytes) -> SourceDocument:
@@ -81,7 +69,7 @@ def chunk_corpus(corpus: Corpus, cfg: ChunkingConfig, ctx: ChunkContext) -> list
                 raise EvaluationError(f"{corpus_id}: paginated chunks have no code point range")
             span = Span(corpus_id, at(c.byte_start), at(c.byte_end))
             probes = sentence_probes(c.text, c.embedding_text, c.kind) if cfg.sentence_vectors else []
-            out.append(EvalChunk(span, c.embedding_text, c.token_count, tuple(probes)))
+            out.append(EvalChunk(span, c.embedding_text, c.token_count, tuple(probes), c.text, c.id, c.kind))
     return out
 
 
@@ -113,116 +101,86 @@ def peer_chunks(
         pieces = [text[s:e] for s, e in ranges]
         for (s, e), piece, n in zip(ranges, pieces, counter.count_many(pieces), strict=True):
             extra = tuple(sentence_probes(piece, piece)) if probes else ()
-            out.append(EvalChunk(Span(corpus_id, s, e), piece, n, extra))
+            out.append(EvalChunk(Span(corpus_id, s, e), piece, n, extra, piece))
     return out
 
 
-class Retriever:
-    """Dense and hybrid top-k over one chunk collection."""
-
-    def __init__(
-        self, chunks: Sequence[EvalChunk], vectors: np.ndarray, sentences: SentenceVectors | None = None
-    ) -> None:
-        if len(chunks) != len(vectors) or not len(chunks):
-            raise EvaluationError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-        if sentences is not None and sentences.chunks != len(chunks):
-            raise EvaluationError(f"{len(chunks)} chunks but sentence vectors for {sentences.chunks}")
-        self.chunks = list(chunks)
-        self.vectors = np.asarray(vectors, dtype=np.float32)
-        self.sentences = sentences
-        self._tmp = tempfile.TemporaryDirectory(prefix="tessera-eval-")
-        self._fts: Any = None
-
-    def close(self) -> None:
-        self._tmp.cleanup()
-
-    def _lexical_table(self) -> Any:
-        if self._fts is None:
-            import lancedb
-            import pyarrow as pa
-            from lancedb.index import FTS
-
-            db = lancedb.connect(self._tmp.name)
-            data = pa.table(
-                {
-                    "id": pa.array([str(i) for i in range(len(self.chunks))]),
-                    "embedding_text": pa.array([c.embedding_text for c in self.chunks]),
-                }
-            )
-            self._fts = db.create_table("chunks", data)
-            self._fts.create_index("embedding_text", config=FTS())
-        return self._fts
-
-    def dense(self, qvec: np.ndarray, n: int) -> list[int]:
-        sims = self.vectors @ qvec
-        if self.sentences is not None:  # as search does: rescore the nearest chunks
-            m = min(candidate_depth(n), len(sims))
-            near = np.argpartition(-sims, m - 1)[:m]
-            fused = np.full(len(sims), -np.inf)
-            fused[near] = fuse(sims[near], self.sentences.best(qvec)[near])
-            sims = fused
-        top = np.argpartition(-sims, min(n, len(sims) - 1))[:n]
-        return [int(i) for i in sorted(top, key=lambda i: (-sims[i], i))]
-
-    def lexical(self, query: str, n: int) -> list[int]:
-        rows = (
-            self._lexical_table().search(query, query_type="fts").select(["id", "_score"]).limit(n).to_list()
-        )
-        return [int(r["id"]) for r in rows]
-
-    def top(self, query: str, qvec: np.ndarray, k: int, mode: str) -> list[int]:
-        if mode == "dense":
-            return self.dense(qvec, k)
-        from tessera.search.query import rrf
-
-        lists = [[{"id": str(i)} for i in self.dense(qvec, DEPTH)]]
-        lists.append([{"id": str(i)} for i in self.lexical(query, DEPTH)])
-        return [int(r["id"]) for r in rrf(lists, k)]
-
-
-def budget_hits(order: Sequence[int], chunks: Sequence[EvalChunk], budget: int) -> list[int]:
-    """The best-ranked chunks whose tokens fit ``budget`` together (skipping ones that overflow)."""
+def budget_hits(hits: Sequence[Hit], budget: int) -> list[Hit]:
+    """The best-ranked hits whose tokens fit ``budget`` together (skipping ones that overflow)."""
     out, used = [], 0
-    for i in order:
-        if used + chunks[i].tokens <= budget:
-            out.append(i)
-            used += chunks[i].tokens
+    for h in hits:
+        if used + h.tokens <= budget:
+            out.append(h)
+            used += h.tokens
     return out
+
+
+BUDGET_DEPTH = 16
+"""Hits fetched for the equal-token-budget recall: enough to fill the budget with small chunks."""
 
 
 def evaluate(
-    retriever: Retriever,
+    collection: Collection,
     questions: Sequence[Question],
     qvecs: np.ndarray,
     k: int,
     mode: str,
     token_budget: int,
-) -> dict[str, float]:
-    """Means over questions, in percent (tokens as counts)."""
-    chunks = retriever.chunks
-    spans = [c.span for c in chunks]
-    recall, precision, iou, omega, tokens, at_budget, intact_retrieved = [], [], [], [], [], [], []
+    grids: dict[str, TokenGrid] | None = None,
+    fusion: Fusion = PRODUCT_FUSION,
+    budget: bool = True,
+) -> list[dict[str, float | str]]:
+    """One record per question, in percent (tokens as counts): character-level recall,
+    precision, IoU, precision-Ω and intact references; with ``grids``, the same recall and IoU
+    counted in model tokens (the unit of the Chroma study's definitions)."""
+    spans = [c.span for c in collection.chunks]
+    out: list[dict[str, float | str]] = []
+    depth = max(BUDGET_DEPTH, k)
+    omega = {id(q): 100 * precision_omega(spans, q.references) for q in questions}  # of the chunking alone
     for q, qv in zip(questions, qvecs, strict=True):
-        order = retriever.top(q.text, qv, max(k, 50), mode)
-        top = order[:k]
-        s = score([spans[i] for i in top], q.references)
-        recall.append(s.recall)
-        precision.append(s.precision)
-        iou.append(s.iou)
-        tokens.append(sum(chunks[i].tokens for i in top))
-        within = budget_hits(order, chunks, token_budget)
-        at_budget.append(score([spans[i] for i in within], q.references).recall)
-        omega.append(precision_omega(spans, q.references))
-        got = [spans[i] for i in top]
-        intact_retrieved.append(mean(intact(got, r) for r in q.references))
-    all_refs = [r for q in questions for r in q.references]
-    return {
-        "recall": 100 * mean(recall),
-        "precision": 100 * mean(precision),
-        "iou": 100 * mean(iou),
-        "precision_omega": 100 * mean(omega),
-        "intact_span_coverage": 100 * mean(intact(spans, r) for r in all_refs),
-        "intact_retrieved": 100 * mean(intact_retrieved),
-        "mean_retrieved_tokens": mean(tokens),
-        f"recall_at_{token_budget}_tokens": 100 * mean(at_budget),
-    }
+        wide = collection.search(q.text, qv, depth if budget else k, mode, fusion)
+        # Without sentence vectors the top k is the prefix of the top ``depth`` (exact search,
+        # the same fused lists: ``fusion_depth`` is 40 for both); with them the rescored set
+        # depends on k, so the top k is searched on its own.
+        prefix = (
+            not collection.has_sentences
+            and fusion_depth(k) == fusion_depth(depth)
+            and fusion.depth is None
+            and not fusion.lancedb
+        )
+        hits = wide[:k] if prefix or not budget else collection.search(q.text, qv, k, mode, fusion)
+        got = [s for h in hits for s in h.spans]
+        s = score(got, q.references)
+        within = [sp for h in budget_hits(wide, token_budget) for sp in h.spans]
+        rec: dict[str, float | str] = {
+            "corpus": q.corpus,
+            "recall": 100 * s.recall,
+            "precision": 100 * s.precision,
+            "iou": 100 * s.iou,
+            "precision_omega": omega[id(q)],
+            "intact_retrieved": 100 * float(np.mean([intact(got, r) for r in q.references])),
+            "retrieved_tokens": float(sum(h.tokens for h in hits)),
+            "recall_at_budget": 100 * score(within, q.references).recall if budget else float("nan"),
+        }
+        if grids is not None:
+            grid = grids[q.corpus]
+            t = score([grid.tokens(x) for x in got], [grid.tokens(r) for r in q.references])
+            rec["token_recall"], rec["token_iou"] = 100 * t.recall, 100 * t.iou
+        out.append(rec)
+    return out
+
+
+def summarize(records: Sequence[dict[str, float | str]], corpus: str | None = None) -> dict[str, float]:
+    """Means of the per-question records (of one corpus, or all); ``n`` questions."""
+    mine = [r for r in records if corpus is None or r["corpus"] == corpus]
+    keys = [key for key in (mine[0] if mine else {}) if key != "corpus"]
+    out = {key: round(float(np.mean([float(r[key]) for r in mine])), 2) for key in keys}
+    out["n"] = len(mine)
+    return out
+
+
+def intact_coverage(chunks: Sequence[EvalChunk], questions: Sequence[Question]) -> float:
+    """Share of references (percent) lying whole inside some chunk of the collection."""
+    spans = [c.span for c in chunks]
+    refs = [r for q in questions for r in q.references]
+    return round(100 * float(np.mean([intact(spans, r) for r in refs])), 2) if refs else 0.0

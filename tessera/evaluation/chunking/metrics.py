@@ -12,11 +12,15 @@ Retrieval", Smith & Troynikov, 2024), computed on code point ranges of one corpu
   ∪ reference not covered|: the best precision any retriever could reach with this chunking.
 
 Retrieved chunks of another corpus score nothing but still count in the denominators.
-Also here: **intact**, whether a reference lies whole inside one chunk.
+Also here: **intact**, whether a reference lies whole inside one chunk, and
+:class:`TokenGrid`, which turns character spans into spans of model tokens, so the same
+definitions can be computed at the token level (the study states them over tokens): a token
+belongs to a span when its characters overlap it.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -90,3 +94,21 @@ def precision_omega(chunks: Sequence[Span], references: Sequence[Span]) -> float
 def intact(chunks: Sequence[Span], ref: Span) -> bool:
     """Whether the reference lies whole inside at least one of the chunks."""
     return any(c.corpus == ref.corpus and c.start <= ref.start and ref.end <= c.end for c in chunks)
+
+
+class TokenGrid:
+    """The model-token offsets of one corpus text: :meth:`tokens` maps a code point span to
+    the half-open range of token indices whose characters overlap it (a span of whitespace
+    only, between tokens, maps to an empty range)."""
+
+    def __init__(self, corpus: str, offsets: Sequence[tuple[int, int]]) -> None:
+        self.corpus = corpus
+        self._starts = [a for a, _ in offsets]
+        self._ends = [b for _, b in offsets]
+
+    def tokens(self, span: Span) -> Span:
+        if span.corpus != self.corpus:
+            return Span(span.corpus, span.start, span.end)  # another corpus scores nothing anyway
+        first = bisect_right(self._ends, span.start)  # the first token ending after the start
+        last = bisect_left(self._starts, span.end)  # tokens starting before the end
+        return Span(span.corpus, first, max(first, last))

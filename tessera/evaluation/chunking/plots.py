@@ -45,3 +45,57 @@ def heatmaps(rows: Sequence[Mapping[str, Any]], out_dir: Path, modes: Sequence[s
             plt.close(fig)
             written.append(path)
     return written
+
+
+def frontier_plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
+    """``frontier_{mode}.png``: IoU × recall of every profile and peer, pooled and per corpus,
+    the peers' frontier drawn, the recommendation marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tessera.evaluation.chunking.frontier import pareto
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rec = (report.get("recommended") or {}).get("name")
+    panels = ["pooled", *sorted(report["corpora"])]
+    written: list[Path] = []
+    for mode in report["modes"]:
+        cols = 3
+        nrows = (len(panels) + cols - 1) // cols
+        fig, axes = plt.subplots(nrows, cols, figsize=(13, 3.6 * nrows), squeeze=False)
+        for ax, panel in zip(axes.flat, panels, strict=False):
+
+            def point(r: Mapping[str, Any], panel: str = panel, mode: str = mode) -> tuple[float, float]:
+                s = r[mode] if panel == "pooled" else r["per_corpus"][panel][mode]
+                return float(s["iou"]), float(s["recall"])
+
+            for r in report["rows"]:
+                x, y = point(r)
+                star = r["name"] == rec
+                ax.scatter([x], [y], marker="*" if star else "o", s=160 if star else 18,
+                           color="crimson" if star else "tab:blue", zorder=3 if star else 2)  # fmt: skip
+                if star:
+                    ax.annotate(
+                        "recommended", (x, y), fontsize=7, xytext=(4, -10), textcoords="offset points"
+                    )
+            pts = [point(p) for p in report["peers"]]
+            for p, (x, y) in zip(report["peers"], pts, strict=True):
+                ax.scatter([x], [y], marker="s", s=30, color="tab:orange", zorder=2)
+                ax.annotate(p["name"], (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+            front = pareto(pts)
+            if front:
+                ax.plot([f[0] for f in front], [f[1] for f in front], color="tab:orange", lw=1, ls="--")
+            ax.set_title(panel, fontsize=9)
+            ax.set_xlabel("IoU %")
+            ax.set_ylabel("recall %")
+        for ax in list(axes.flat)[len(panels) :]:
+            ax.axis("off")
+        fig.suptitle(f"recall vs IoU, {mode} (k = {report['k']}): profiles (blue), peers (orange), frontier")
+        fig.tight_layout()
+        path = out_dir / f"frontier_{mode}.png"
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,89 @@
+"""Leave-one-corpus-out selection, token-level spans, and the sentence-vector noise rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tessera.evaluation.chunking import loco
+from tessera.evaluation.chunking.metrics import Span, TokenGrid, score
+
+CORPORA = ["a", "b", "c", "d"]
+
+
+def row(name: str, per: dict[str, tuple[float, float]], dense: float | None = None) -> dict[str, Any]:
+    """A report row: per corpus (recall, IoU) in both modes (dense recall shifted by ``dense``)."""
+
+    def s(r: float, i: float) -> dict[str, float]:
+        return {"recall": r, "iou": i, "token_recall": r, "token_iou": i, "recall_at_budget": r}
+
+    pc = {c: {"hybrid": s(*v), "dense": s(v[0] + (dense or 0.0), v[1])} for c, v in per.items()}
+    return {"name": name, "per_corpus": pc}
+
+
+PEERS = [
+    row("peer-big", {c: (80.0, 4.0) for c in CORPORA}),
+    row("peer-small", {c: (70.0, 6.0) for c in CORPORA}),
+]
+
+
+def test_the_held_out_corpus_never_influences_its_own_choice() -> None:
+    # "overfit" is by far the best on corpus a only: chosen on a alone, it would win; every
+    # fold sees it lose on the other corpora, so no fold chooses it
+    overfit = row("overfit", {"a": (99.0, 20.0), "b": (60.0, 3.0), "c": (60.0, 3.0), "d": (60.0, 3.0)})
+    steady = row("steady", {c: (85.0, 7.0) for c in CORPORA})
+    rows = [overfit, steady]
+    sel = loco.leave_one_out(rows, PEERS, CORPORA, ["dense", "hybrid"])
+    chosen = {f["held_out"]: f["chosen"] for f in sel["folds"]}
+    assert chosen == {"a": "steady", "b": "steady", "c": "steady", "d": "steady"}
+    assert sel["recommended"] == "steady"
+    assert sel["folds"][0]["scores"]["hybrid"]["recall"] == 85.0  # scored on the held-out corpus
+    assert sel["corpora_ahead_of_every_peer"] == {"dense": 4, "hybrid": 4}
+    # the choice on a fold's training corpora alone can differ from the in-sample one
+    assert loco.choose(rows, PEERS, ["a"], ["hybrid"]) == "overfit"
+
+
+def test_spread_reports_the_worst_corpus_and_peers_get_their_own_rows() -> None:
+    shaky = row("shaky", {"a": (90.0, 8.0), "b": (95.0, 8.0), "c": (70.0, 8.0), "d": (92.0, 8.0)})
+    sel = loco.leave_one_out([shaky], PEERS, CORPORA, ["hybrid"])
+    h = sel["held_out"]["hybrid"]["recall"]
+    assert h["worst"] == "c" and h["min"] == 70.0 and h["mean"] == pytest.approx(86.75)
+    assert h["std"] > 9
+    assert sel["corpora_ahead_of_every_peer"] == {"hybrid": 3}  # behind peer-big on c
+    assert sel["per_corpus_spread"]["peer-big"]["hybrid"]["recall"]["std"] == 0.0
+
+
+def test_dense_may_trail_by_one_point_only() -> None:
+    close = row("close", {c: (85.0, 7.0) for c in CORPORA}, dense=-4.5)  # dense 80.5 vs peer 80: ahead
+    behind = row("behind", {c: (85.0, 7.0) for c in CORPORA}, dense=-6.5)  # 78.5: more than 1 behind
+    views = [
+        {"name": r["name"], **{m: loco.macro(r, CORPORA, m) for m in ("dense", "hybrid")}}
+        for r in (close, behind)
+    ]
+    pviews = [
+        {"name": p["name"], **{m: loco.macro(p, CORPORA, m) for m in ("dense", "hybrid")}} for p in PEERS
+    ]
+    assert loco.ahead(views[0], pviews, ["dense", "hybrid"]) == {"dense": True, "hybrid": True}
+    assert loco.ahead(views[1], pviews, ["dense", "hybrid"]) == {"dense": False, "hybrid": True}
+
+
+def test_a_feature_wins_only_beyond_its_noise() -> None:
+    base = row("base", {c: (80.0, 7.0) for c in CORPORA})
+    steady_gain = row("sv", {c: (82.0 + 0.1 * k, 7.0) for k, c in enumerate(CORPORA)})
+    noisy_gain = row("sv2", {"a": (90.0, 7.0), "b": (75.0, 7.0), "c": (86.0, 7.0), "d": (77.0, 7.0)})
+    assert loco.paired_gain(steady_gain, base, CORPORA, "hybrid")["wins"]
+    noisy = loco.paired_gain(noisy_gain, base, CORPORA, "hybrid")
+    assert noisy["gain"] == pytest.approx(2.0) and not noisy["wins"]
+
+
+def test_token_grid_counts_whole_tokens() -> None:
+    # tokens of "alpha beta gamma": [0,5) [6,10) [11,16)
+    grid = TokenGrid("x", [(0, 5), (6, 10), (11, 16)])
+    assert grid.tokens(Span("x", 7, 8)) == Span("x", 1, 2)  # a character inside "beta": that token
+    assert grid.tokens(Span("x", 0, 16)) == Span("x", 0, 3)
+    assert grid.tokens(Span("x", 5, 6)) == Span("x", 1, 1)  # only the space: no token
+    assert grid.tokens(Span("y", 3, 9)) == Span("y", 3, 9)  # another corpus is left alone
+    ref, got = grid.tokens(Span("x", 6, 16)), grid.tokens(Span("x", 0, 8))
+    s = score([got], [ref])
+    assert s.recall == pytest.approx(0.5) and s.iou == pytest.approx(1 / 3)
