@@ -19,8 +19,9 @@ from resources import (
     TenantRunResource,
     TesseraConfigResource,
 )
+from resources.config import BUNDLED_CONFIG
 
-DEFAULT_CONFIG = "examples/tessera.yaml"
+DEFAULT_CONFIG = BUNDLED_CONFIG  # an absolute path: importable from any working directory
 
 
 def build_definitions(

@@ -16,6 +16,7 @@ from dagster import DagsterInstance
 from assets import tenant_partitions
 from pipelines.definitions import build_definitions
 from pipelines.deployment import storage_yaml
+from resources.config import BUNDLED_CONFIG
 from resources.embedder import FakeEmbedderResource, SentenceTransformerEmbedderResource
 from resources.runs import ALLOW_MASS_DELETE_TAG
 from tessera.cli import print_hits
@@ -134,7 +135,7 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     p = argparse.ArgumentParser(prog="python -m pipelines.main", description=__doc__)
-    p.add_argument("--config", default=os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"))
+    p.add_argument("--config", default=os.environ.get("TESSERA_CONFIG", BUNDLED_CONFIG))
     p.add_argument("--tenant", action="append", help="index only this tenant (repeatable)")
     p.add_argument("--fake-embedder", action="store_true", help="use the hash embedder (tests, demos)")
     p.add_argument("--query", default="how do I page the on-call engineer")

@@ -333,6 +333,11 @@ def load_config(path: str | Path) -> TesseraConfig:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError("<file>", f"cannot read {p}: {e}") from e
+    return parse_config(text, p)
+
+
+def parse_config(text: str, p: Path) -> TesseraConfig:
+    """Validate the text of the configuration file ``p`` (relative paths resolve against it)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
