@@ -4,8 +4,8 @@ from dagster import AssetExecutionContext, Output, asset
 
 from assets.partitions import counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
-from tessera.cutover import cutover_step
-from tessera.run import verify_step
+from tessera.pipeline.cutover import cutover_step
+from tessera.pipeline.run import verify_step
 
 
 @asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"})

@@ -15,8 +15,8 @@ from assets.partitions import allow_mass_delete, tenant_partitions
 from assets.published_index import published_index
 from assets.source_listing import source_listing
 from resources.runs import ALLOW_MASS_DELETE_TAG, TenantRunResource
-from tessera.listing import guard_status
-from tessera.run import gate_step, verify_step
+from tessera.pipeline.listing import guard_status
+from tessera.pipeline.run import gate_step, verify_step
 from tessera.store.db import connect
 from tessera.store.doctor import diagnose
 

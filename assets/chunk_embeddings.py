@@ -4,7 +4,7 @@ from dagster import AssetExecutionContext, Output, asset
 
 from assets.partitions import call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
-from tessera.run import embed_step
+from tessera.pipeline.run import embed_step
 
 
 @asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"python"})

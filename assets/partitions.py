@@ -13,7 +13,7 @@ from tessera.errors import (
     PermanentEmbeddingError,
     StalePlanError,
 )
-from tessera.run import RunContext
+from tessera.pipeline.run import RunContext
 
 # Retrying cannot fix these. A stale plan (another run published after this one planned) is
 # re-planned by the next run, never by re-executing the same publish step.

@@ -4,8 +4,8 @@ from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from assets.partitions import allow_mass_delete, call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
-from tessera.lineage_step import lineage_step
-from tessera.run import publish_step
+from tessera.pipeline.lineage import lineage_step
+from tessera.pipeline.run import publish_step
 
 
 @asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"})

@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, BetaWarning, DataVersion, Output, ass
 
 from assets.partitions import call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
-from tessera.run import list_step
+from tessera.pipeline.run import list_step
 
 # Output(data_version=...) is a Dagster beta parameter; we rely on it knowingly.
 warnings.filterwarnings("ignore", category=BetaWarning, module="dagster")

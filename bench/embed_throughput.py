@@ -15,12 +15,12 @@ from tessera.chunking.base import ChunkContext
 from tessera.chunking.registry import get_chunker
 from tessera.chunking.tokens import load_counter
 from tessera.embedding.batching import RetryPolicy
-from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.embedding.model_files import model_dir
 from tessera.embedding.sentence import SentenceTransformerEmbedder
 from tessera.parsing.base import get_parser
 from tessera.sources.registry import connector_for
 from tessera.store.db import connect
+from tessera.store.embedding_cache import EmbeddingCache, embed_with_cache
 
 
 def corpus_texts(copies: int) -> list[str]:

@@ -99,7 +99,7 @@ def change(root: Path, phase: str, docs: int) -> None:
 def phase(name: str, root: Path) -> dict[str, Any]:
     from tessera.config import load_config
     from tessera.embedding.fake import HashEmbedder
-    from tessera.run import RunContext, run_tenant
+    from tessera.pipeline.run import RunContext, run_tenant
 
     cfg = load_config(root / "tessera.yaml")
     embedder = HashEmbedder()
@@ -110,6 +110,8 @@ def phase(name: str, root: Path) -> dict[str, Any]:
     return {
         "seconds": round(seconds, 3),
         "peak_rss_mb": round(peak_rss_mb(), 1),
+        "worker_peak_rss_mb": max(out[s].get("worker_peak_rss_mb", 0.0) for s in ("parse", "chunk")),
+        "executor": out["parse"].get("executor", "inline"),
         "changed": out["listing"]["changed"],
         "meta_only": out["listing"]["meta_only"],
         "chunks": out["chunk"]["chunks"],

@@ -19,7 +19,7 @@ from bench.common import isolated_config, peak_rss_mb, write_result
 
 def phase(name: str, store: Path) -> dict[str, float]:
     from tessera.embedding.sentence import SentenceTransformerEmbedder
-    from tessera.run import RunContext, run_tenant
+    from tessera.pipeline.run import RunContext, run_tenant
 
     cfg = isolated_config(store)
     embedder = SentenceTransformerEmbedder(cfg.embedding)

@@ -38,7 +38,8 @@ from tessera.chunking.tokens import load_counter
 from tessera.config import ChunkingConfig, EmbeddingConfig
 from tessera.embedding.model_files import model_dir
 from tessera.errors import DocumentError
-from tessera.parsing.base import SandboxLimits, parse_document
+from tessera.parsing.base import SandboxLimits
+from tessera.parsing.dispatch import parse_document
 from tessera.types import SourceDocument, sha256_hex
 
 PASS_BOUND = 2.6

@@ -121,7 +121,7 @@ def run_plumber(files: list[tuple[str, bytes]]) -> None:
 
 def run_sandboxed(files: list[tuple[str, bytes]]) -> None:
     from tessera.errors import DocumentError
-    from tessera.parsing.base import parse_document
+    from tessera.parsing.dispatch import parse_document
 
     for name, raw in files:
         with contextlib.suppress(DocumentError):

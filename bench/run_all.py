@@ -9,6 +9,8 @@ BENCHES = [
     "bench.embed_throughput",
     "bench.noop_rerun",
     "bench.incremental_cost",
+    "bench.listing_cost",
+    "bench.parallel_scaling",
     "bench.retrieval_latency",
     "bench.html_candidates",
     "bench.html_quality",

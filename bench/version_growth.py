@@ -33,7 +33,7 @@ import yaml
 
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.fake import HashEmbedder
-from tessera.run import RunContext, run_tenant
+from tessera.pipeline.run import RunContext, run_tenant
 from tessera.store.db import publications_table_name
 from tessera.store.maintenance import maintain_tenant
 

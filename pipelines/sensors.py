@@ -17,7 +17,7 @@ from pipelines.jobs import RUN_TAGS, index_tenant_job
 from resources.config import TesseraConfigResource
 from resources.runs import TenantRunResource
 from tessera.errors import TesseraError
-from tessera.listing import check_sources
+from tessera.pipeline.listing import check_sources
 
 PARTITIONS = tenant_partitions.name or "tenants"
 

@@ -7,7 +7,7 @@ from dagster import ConfigurableResource, ResourceDependency
 from resources.config import TesseraConfigResource
 from resources.embedder import EmbedderResource
 from resources.sources import SourceResource
-from tessera.run import RunContext
+from tessera.pipeline.run import RunContext
 
 ALLOW_MASS_DELETE_TAG = "tessera/allow_mass_delete"
 """Run tag that overrides the mass-deletion guard for that run (value ``"true"``)."""
@@ -27,7 +27,7 @@ class TenantRunResource(ConfigurableResource):  # type: ignore[type-arg]
             tenant=tenant,
             run_id=run_id,
             embedder=self.embedder.get(cfg.embedding),
-            connector=self.sources.connector(cfg.tenant(tenant)),
+            connector=self.sources.connector(cfg.tenant(tenant), cfg.store.work_dir),
             workspace_id=workspace_id or run_id,
             allow_mass_delete=allow_mass_delete,
             serving=tuple(self.embedder.get(c) for c in cfg.embedding.previous),

@@ -1,5 +1,7 @@
 """Source connectors as a resource: the configured connectors, or an in-memory fake."""
 
+from pathlib import Path
+
 from dagster import ConfigurableResource
 from pydantic import Field
 
@@ -12,15 +14,16 @@ from tessera.sources.registry import connector_for
 class SourceResource(ConfigurableResource):  # type: ignore[type-arg]
     """Interface: the connector for a tenant's configured source."""
 
-    def connector(self, tenant: TenantConfig) -> SourceConnector:
+    def connector(self, tenant: TenantConfig, state_dir: Path | None = None) -> SourceConnector:
+        """``state_dir``: where the tenant's revision cache lives (``store.work_dir``)."""
         raise NotImplementedError
 
 
 class ConfiguredSourceResource(SourceResource):
     """The real connectors (folder, s3, git), chosen by ``source.kind`` in tessera.yaml."""
 
-    def connector(self, tenant: TenantConfig) -> SourceConnector:
-        return connector_for(tenant)
+    def connector(self, tenant: TenantConfig, state_dir: Path | None = None) -> SourceConnector:
+        return connector_for(tenant, state_dir)
 
 
 class FakeSourceResource(SourceResource):
@@ -30,7 +33,7 @@ class FakeSourceResource(SourceResource):
     failure: str = ""
     unreadable: list[str] = Field(default_factory=list)
 
-    def connector(self, tenant: TenantConfig) -> SourceConnector:
+    def connector(self, tenant: TenantConfig, state_dir: Path | None = None) -> SourceConnector:
         return MemoryConnector(
             tenant.tenant_id,
             self.documents.get(tenant.tenant_id, {}),

@@ -163,8 +163,8 @@ def _cmd_versions(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
 
 def _cmd_sources_check(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    from tessera.listing import check_sources
-    from tessera.run import RunContext
+    from tessera.pipeline.listing import check_sources
+    from tessera.pipeline.run import RunContext
 
     embedder = make_embedder(cfg, args.fake_embedder)
     status = check_sources(RunContext(cfg, args.tenant, "sources-check", embedder))

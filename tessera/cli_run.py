@@ -31,7 +31,7 @@ def _live_version(rc: Any) -> int | None:
 def _run_one(rc: Any) -> dict[str, Any]:
     """One tenant's run; a full disk or an unwritable work dir is a ``PublishError`` naming the
     path and whether the live version moved (before the publish step, it never does)."""
-    from tessera.run import run_tenant
+    from tessera.pipeline.run import run_tenant
 
     before = _live_version(rc)
     try:
@@ -43,7 +43,7 @@ def _run_one(rc: Any) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     """Every selected tenant is attempted, whatever another one did: one JSON line each
     (``ok`` and the summary, or ``ok: false`` and the typed error), exit 1 if any failed."""
-    from tessera.run import RunContext
+    from tessera.pipeline.run import RunContext
 
     tenants = list(dict.fromkeys(args.tenant or sorted(cfg.tenants)))
     for tenant in tenants:  # an unknown tenant is refused before any tenant runs

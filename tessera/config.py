@@ -15,9 +15,12 @@ from typing import Any
 
 import yaml
 
-from tessera.config_chunking import ChunkingConfig as ChunkingConfig
-from tessera.config_chunking import QualityGateConfig as QualityGateConfig
-from tessera.config_chunking import parse_chunking, parse_quality
+from tessera.chunking.profile import ChunkingConfig as ChunkingConfig
+from tessera.chunking.profile import parse_chunking
+from tessera.config_execution import ExecutionConfig as ExecutionConfig
+from tessera.config_execution import parse_execution
+from tessera.config_quality import QualityGateConfig as QualityGateConfig
+from tessera.config_quality import parse_quality
 from tessera.config_values import check_keys as _check_keys
 from tessera.config_values import integer as _int
 from tessera.config_values import mapping as _mapping
@@ -106,6 +109,7 @@ class TesseraConfig:
     tenants: Mapping[str, TenantConfig]
     schedule_cron: str = "0 2 * * *"
     api_keys_file: Path | None = None
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     def tenant(self, tenant_id: str) -> TenantConfig:
         try:
@@ -303,7 +307,9 @@ def _source(data: Mapping[str, Any], key: str, base: Path) -> SourceConfig:
 
 def config_from_mapping(data: object, path: Path) -> TesseraConfig:
     root = _mapping(data, "<root>")
-    _check_keys(root, "", {"store", "embedding", "chunking", "tenants", "schedule", "api_keys_file"})
+    _check_keys(
+        root, "", {"store", "embedding", "chunking", "tenants", "schedule", "api_keys_file", "execution"}
+    )
     base = path.parent.resolve()
     tenants_raw = _mapping(root.get("tenants"), "tenants")
     tenants = {str(t): _tenant(str(t), v, base) for t, v in tenants_raw.items()}
@@ -315,6 +321,7 @@ def config_from_mapping(data: object, path: Path) -> TesseraConfig:
         tenants=tenants,
         schedule_cron=_cron(_mapping(root.get("schedule"), "schedule")),
         api_keys_file=_resolve(base, _str(root, "api_keys_file", "")) if root.get("api_keys_file") else None,
+        execution=parse_execution(root.get("execution")),
     )
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tessera.checks import decode_slice, source_slice_matches
 from tessera.errors import AccessDenied
+from tessera.parsing.slices import decode_slice, source_slice_matches
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str
 from tessera.store.index import TenantIndex

@@ -23,7 +23,7 @@ from tessera.chunking.tokens import HFTokenCounter, load_counter
 from tessera.config import ChunkingConfig, EmbeddingConfig, TesseraConfig, load_config
 from tessera.embedding.fake import HashEmbedder
 from tessera.embedding.model_files import model_dir
-from tessera.run import RunContext, run_tenant
+from tessera.pipeline.run import RunContext, run_tenant
 
 MODEL_SHA = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -66,6 +66,7 @@ class Workspace:
         self.tenants: dict[str, dict[str, Any]] = {}
         self.embedder = HashEmbedder()
         self.store_uri = "index"  # relative to the workspace, or s3://bucket/prefix
+        self.execution: dict[str, Any] = {"executor": "inline"}  # tests opt in to worker processes
 
     def tenant(
         self,
@@ -98,6 +99,7 @@ class Workspace:
             },
             "chunking": self.chunking,
             "tenants": self.tenants,
+            "execution": self.execution,
         }
         path = self.root / "tessera.yaml"
         path.write_text(yaml.safe_dump(data), encoding="utf-8")

@@ -10,10 +10,10 @@ import pytest
 
 from tessera.chunking.adaptive import LONG_FLAG, AdaptiveChunker
 from tessera.chunking.base import ChunkContext
+from tessera.chunking.profile import AdaptiveConfig, ChunkingConfig, parse_chunking
 from tessera.chunking.registry import get_chunker
 from tessera.chunking.structural import StructuralChunker
 from tessera.chunking.tokens import HFTokenCounter
-from tessera.config_chunking import AdaptiveConfig, ChunkingConfig, parse_chunking
 from tessera.errors import ConfigError
 from tessera.types import Chunk, ParsedDocument
 from tests.test_chunking_properties import PARSER, check_invariants, source

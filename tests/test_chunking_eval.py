@@ -11,20 +11,20 @@ from pathlib import Path
 import pytest
 
 from tessera.chunking.headings import document_headings, wiki_headings
+from tessera.chunking.profile import AdaptiveConfig, parse_chunking
 from tessera.chunking.tokens import HFTokenCounter
 from tessera.config import ChunkingConfig
-from tessera.config_chunking import AdaptiveConfig, parse_chunking
-from tessera.embedding.cache import EmbeddingCache
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import EvaluationError
 from tessera.evaluation.chunking import frontier
 from tessera.evaluation.chunking.corpus import load_corpus
 from tessera.evaluation.chunking.harness import code_points, locate
-from tessera.evaluation.chunking.metrics import Span, intact, merge, precision_omega, score
 from tessera.evaluation.chunking.recommended import RECOMMENDED
 from tessera.evaluation.chunking.sweep import Embedding, SweepSettings, run_sweep
+from tessera.golden.metrics import Span, intact, merge, precision_omega, score
 from tessera.offsets import OffsetMap
 from tessera.store.db import connect
+from tessera.store.embedding_cache import EmbeddingCache
 from tessera.types import Block, ParsedDocument
 
 ROOT = Path(__file__).resolve().parent.parent

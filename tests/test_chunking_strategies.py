@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tessera.chunking.base import ChunkContext
+from tessera.chunking.profile import SemanticConfig, parse_chunking
 from tessera.chunking.registry import get_chunker
 from tessera.chunking.sentences import sentence_spans
 from tessera.chunking.token import TokenWindows, configured_inflation, inflation, window_size
 from tessera.chunking.tokens import TokenCounter
 from tessera.config import ChunkingConfig
-from tessera.config_chunking import SemanticConfig, parse_chunking
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import ChunkingError, ConfigError
 from tessera.types import Chunk, ParsedDocument

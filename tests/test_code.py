@@ -17,14 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tessera.checks import source_slice_text
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.code import CodeChunker
 from tessera.chunking.registry import chunker_for
 from tessera.errors import DocumentError
 from tessera.evaluation.code_eval import intact
 from tessera.parsing.base import get_parser, parser_for_path
-from tessera.parsing.code import PYTHON, PythonParser, language_for
+from tessera.parsing.code import PythonParser
+from tessera.parsing.code_languages import PYTHON, language_for
+from tessera.parsing.slices import source_slice_text
 from tessera.types import Chunk, ParsedDocument, SourceDocument, sha256_hex
 
 FIXTURES = Path(__file__).parent / "code_fixtures"

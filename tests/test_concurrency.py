@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tessera.run import verify_step
+from tessera.pipeline.run import verify_step
 
 from .test_lifecycle import md_sections
 

@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from tessera.config import load_config
     from tessera.embedding.fake import HashEmbedder
-    from tessera.run import RunContext, run_tenant
+    from tessera.pipeline.run import RunContext, run_tenant
     from tessera.store import index as index_module
 
     phase = sys.argv[1]

@@ -21,7 +21,7 @@ from tessera.chunking.dedup import (
     rows_per_band,
     text_checksum,
 )
-from tessera.config_chunking import DedupConfig
+from tessera.chunking.profile import DedupConfig
 from tessera.search import SearchHit, SearchOptions, principal_from_config, search
 from tessera.search.collapse import collapse
 

@@ -17,7 +17,7 @@ import pytest
 
 from tessera.cli import main
 from tessera.errors import MassDeletionBlocked
-from tessera.listing import check_sources
+from tessera.pipeline.listing import check_sources
 
 from .test_lifecycle import md_sections
 

@@ -7,11 +7,11 @@ import pytest
 
 from tessera.config import EmbeddingConfig
 from tessera.embedding.batching import EmbedStats, RetryPolicy, embed_batches
-from tessera.embedding.cache import EmbeddingCache, embed_with_cache, text_key
 from tessera.embedding.fake import HashEmbedder
 from tessera.embedding.model_files import verified_weights_hash
 from tessera.errors import EmbeddingError, ModelIdentityError, PermanentEmbeddingError
 from tessera.store.db import connect
+from tessera.store.embedding_cache import EmbeddingCache, embed_with_cache, text_key
 
 from .conftest import MODEL_SHA
 

@@ -8,7 +8,7 @@ import pytest
 
 from tessera.errors import EvaluationError, InvalidArgument
 from tessera.evaluation.chunking.collection import Collection, EvalChunk
-from tessera.evaluation.chunking.metrics import Span, score
+from tessera.golden.metrics import Span, score
 from tessera.search.query import SearchOptions, fusion_depth, ranked_rows
 
 DIM = 8

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tessera.evaluation.chunking import loco
-from tessera.evaluation.chunking.metrics import Span, TokenGrid, score
+from tessera.golden.metrics import Span, TokenGrid, score
 
 CORPORA = ["a", "b", "c", "d"]
 

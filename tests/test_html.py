@@ -34,7 +34,7 @@ from tessera.parsing.html import (
     source_text,
 )
 from tessera.parsing.html_text import HTML_SPACE, DecodedSource, decode_entity, detect_encoding
-from tessera.run import verify_step
+from tessera.pipeline.run import verify_step
 from tessera.types import Chunk, ParsedDocument, SourceDocument, sha256_hex
 from tests.conftest import Workspace
 

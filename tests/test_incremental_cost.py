@@ -12,13 +12,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from tessera.checks import check_published
-from tessera.embedding.cache import EmbeddingCache, vector_array
 from tessera.embedding.fake import HashEmbedder
-from tessera.run import run_tenant
-from tessera.run_context import RunContext
+from tessera.pipeline.checks import check_published
+from tessera.pipeline.run import run_tenant
+from tessera.pipeline.context import RunContext
 from tessera.serde import doc_from_json
 from tessera.store.doctor_probe import index_check
+from tessera.store.embedding_cache import EmbeddingCache, vector_array
 from tessera.store.indexes import ensure_indexes, index_state
 
 

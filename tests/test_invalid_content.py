@@ -211,7 +211,7 @@ def test_threshold_is_a_share_and_a_minimum_count() -> None:
 
 
 def test_the_sandboxed_code_parser_keeps_the_reason() -> None:
-    from tessera.parsing.base import parse_document
+    from tessera.parsing.dispatch import parse_document
 
     raw = b"\x7fELF\x02\x01\x01\x00" + rand_bytes(256, 5)
     with pytest.raises(DocumentError) as err:

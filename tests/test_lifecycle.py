@@ -18,7 +18,6 @@ import pytest
 import yaml
 
 from tessera.embedding.base import Vectors
-from tessera.embedding.cache import EmbeddingCache
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import (
     EmbeddingError,
@@ -30,9 +29,10 @@ from tessera.errors import (
     TransientEmbeddingError,
 )
 from tessera.parsing.markdown import MarkdownParser
-from tessera.run import verify_step
+from tessera.pipeline.run import verify_step
 from tessera.search import principal_from_config, search
 from tessera.store.db import list_tables, open_table
+from tessera.store.embedding_cache import EmbeddingCache
 from tessera.store.index import TenantIndex
 from tessera.types import SourceDocument
 

@@ -8,15 +8,15 @@ import pymupdf
 import pytest
 
 from tessera.cli_model import model_status
-from tessera.cutover import cutover_step
-from tessera.embedding.cache import EmbeddingCache
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import ModelIdentityError
-from tessera.run import chunk_step as chunk
-from tessera.run import embed_step, list_step, parse_step, publish_step, verify_step
+from tessera.pipeline.cutover import cutover_step
+from tessera.pipeline.run import chunk_step as chunk
+from tessera.pipeline.run import embed_step, list_step, parse_step, publish_step, verify_step
 from tessera.search import principal_from_config, search
 from tessera.search.query import for_tenant
 from tessera.store.active import ActivePointer
+from tessera.store.embedding_cache import EmbeddingCache
 
 from .conftest import Workspace
 

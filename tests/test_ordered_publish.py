@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tessera.errors import StalePlanError
-from tessera.run import verify_step
+from tessera.pipeline.run import verify_step
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ import json, sys, time
 from pathlib import Path
 from tessera.config import load_config
 from tessera.embedding.fake import HashEmbedder
-from tessera.run import RunContext, run_tenant
+from tessera.pipeline.run import RunContext, run_tenant
 from tessera.sources.folder import FolderConnector
 
 cfg_path, tenant, run_id, gate = sys.argv[1:5]
@@ -139,7 +139,7 @@ def test_an_older_plan_that_publishes_first_is_overtaken_by_the_newer(tenant: tu
 @pytest.mark.scenario("safety-ordering", "C2")
 def test_a_stale_plan_is_refused_at_the_publish_step(ws: Any) -> None:
     """The fence itself, step by step: nothing is written by the refused publish."""
-    from tessera.run import chunk_step, embed_step, list_step, parse_step, publish_step
+    from tessera.pipeline.run import chunk_step, embed_step, list_step, parse_step, publish_step
 
     src = ws.tenant("acme", {"runbook.md": _text("v0")})
     ws.run("acme", "r0")

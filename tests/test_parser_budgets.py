@@ -58,8 +58,8 @@ def assert_good_published(ws: Any) -> dict[str, list[dict[str, Any]]]:
 
 def use_parser(monkeypatch: pytest.MonkeyPatch, content_type: str, factory: Any) -> None:
     """Serve ``content_type`` with ``factory`` for this test only (the registry is restored)."""
-    base.parser_for_path("x.md")  # the built-in parsers are registered
-    monkeypatch.setitem(base._REGISTRY, content_type, factory)
+    base.PARSERS.names()  # the built-in parsers are loaded first, so restoring keeps them
+    monkeypatch.setitem(base.PARSERS._entries, content_type, factory)
 
 
 # ------------------------------------------------------------------------------ Markdown (E5)

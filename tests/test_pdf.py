@@ -16,11 +16,12 @@ import pytest
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.structural import StructuralChunker
 from tessera.errors import DocumentError
-from tessera.parsing.base import get_parser, parse_document, parser_for_path
+from tessera.parsing.base import get_parser, parser_for_path
+from tessera.parsing.dispatch import parse_document
 from tessera.parsing.pdf import PdfParser
 from tessera.parsing.pdf_extract import garbage
 from tessera.parsing.pdf_tables import cell_text
-from tessera.run import verify_step
+from tessera.pipeline.run import verify_step
 from tessera.types import Chunk, ParsedDocument, SourceDocument, sha256_hex
 from tests import pdf_fixtures as F
 

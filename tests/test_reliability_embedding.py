@@ -13,9 +13,9 @@ from assets import INDEXING_ASSETS, INDEXING_CHECKS
 from resources import ConfiguredSourceResource, FakeEmbedderResource, TenantRunResource, TesseraConfigResource
 from tessera.config import EmbeddingConfig
 from tessera.embedding.base import Embedder, Vectors
-from tessera.embedding.cache import EmbeddingCache, text_key
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import EmbeddingError, PermanentEmbeddingError
+from tessera.store.embedding_cache import EmbeddingCache, text_key
 from tests.conftest import Workspace
 
 from .test_lifecycle import cache_state, md_sections

@@ -21,7 +21,7 @@ from tessera.chunking.structural import StructuralChunker
 from tessera.config import load_config
 from tessera.errors import PermanentEmbeddingError, PublishError
 from tessera.parsing.markdown import MarkdownParser
-from tessera.run import RunContext, run_tenant, verify_step
+from tessera.pipeline.run import RunContext, run_tenant, verify_step
 from tessera.search import principal_from_config, search
 from tessera.store.db import connect
 from tessera.store.maintenance import maintain_tenant

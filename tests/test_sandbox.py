@@ -19,7 +19,8 @@ import pytest
 from tessera.errors import DocumentError
 from tessera.offsets import OffsetMapBuilder
 from tessera.parsing import sandbox
-from tessera.parsing.base import SandboxLimits, parse_document, register_parser
+from tessera.parsing.base import SandboxLimits, register_parser
+from tessera.parsing.dispatch import parse_document
 from tessera.parsing.sandbox import run_sandboxed
 from tessera.types import ParsedDocument, SourceDocument, sha256_hex
 

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tessera.chunking.probes import MIN_WORDS, sentence_probes
+from tessera.chunking.profile import parse_chunking
 from tessera.chunking.sentences import sentence_spans
-from tessera.config_chunking import parse_chunking
 from tessera.errors import ConfigError, EvaluationError
 from tessera.evaluation.chunking.harness import EvalChunk, Retriever
-from tessera.evaluation.chunking.metrics import Span
+from tessera.golden.metrics import Span
 from tessera.search import principal_from_config, search
 from tessera.search.fusion import SENTENCE_WEIGHT, SentenceVectors, candidate_depth, fuse, row_score, split
 from tessera.search.query import SearchOptions
@@ -208,7 +208,7 @@ def test_a_table_from_before_sentence_vectors_serves_and_upgrades(ws: Any) -> No
 
 
 def test_a_re_executed_embed_step_follows_the_profile(ws: Any) -> None:
-    from tessera.run import chunk_step, embed_step, list_step, parse_step
+    from tessera.pipeline.run import chunk_step, embed_step, list_step, parse_step
 
     ws.chunking = {"max_tokens": 256, "target_tokens": 200, "overlap_tokens": 0, "sentence_vectors": True}
     ws.tenant("acme", {"long.md": LONG + "\n"})

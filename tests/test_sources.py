@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tessera.errors import MassDeletionBlocked, SourceError
-from tessera.listing import check_sources
+from tessera.pipeline.listing import check_sources
 from tessera.search import principal_from_config, search
 from tessera.sources.memory import MemoryConnector
 

@@ -23,7 +23,7 @@ from tessera.chunking.tables import HEADER, CellSpan, TableLayout, TablePart, sp
 from tessera.chunking.tokens import TokenCounter
 from tessera.chunking.windows import trim
 from tessera.config import ChunkingConfig
-from tessera.parsing.base import parse_document
+from tessera.parsing.dispatch import parse_document
 from tessera.types import Block, Chunk, ParsedDocument, SourceDocument, sha256_hex
 
 MD, HTML, PDF = "text/markdown", "text/html", "application/pdf"

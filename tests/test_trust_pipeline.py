@@ -271,7 +271,7 @@ def test_no_log_line_or_error_carries_hostile_text(ws: Workspace, caplog: pytest
 
 
 def test_the_trust_report_comes_back_from_the_pdf_sandbox() -> None:
-    from tessera.parsing.base import parse_document
+    from tessera.parsing.dispatch import parse_document
     from tessera.types import SourceDocument, TrustReport, sha256_hex
 
     raw = F.hidden_text_pdf()

@@ -9,8 +9,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from tessera.chunking.profile import ChunkingConfig
+from tessera.chunking.registry import chunker_versions
 from tessera.chunking.tokens import TokenCounter
-from tessera.config import ChunkingConfig
 from tessera.types import Chunk, ParsedDocument, SourceDocument, canonical_hash
 
 EmbedHook = Callable[[Sequence[str]], npt.NDArray[np.float32]]
@@ -65,8 +66,6 @@ class ChunkContext:
     def config_hash(self) -> str:
         """The profile, the tokenizer and every chunker's algorithm version: a new chunking
         algorithm re-chunks every document on the next run (unchanged texts keep their vectors)."""
-        from tessera.chunking.registry import chunker_versions  # local: the registry imports this module
-
         versions = chunker_versions()
         return canonical_hash(
             {"chunking": self.config.as_dict(), "tokenizer": self.counter.version, "chunkers": versions}

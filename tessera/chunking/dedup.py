@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tessera.config_chunking import DedupConfig
-from tessera.store.schema import dedup_key, text_checksum
+from tessera.chunking.identity import dedup_key, text_checksum
+from tessera.chunking.profile import DedupConfig
 
 __all__ = [
     "DedupReport",

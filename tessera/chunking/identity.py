@@ -1,8 +1,10 @@
-"""Deterministic, content-addressed chunk and section ids."""
+"""Deterministic, content-addressed chunk and section ids, and the exact-duplicate key."""
 
 from __future__ import annotations
 
-from tessera.types import canonical_hash
+import re
+
+from tessera.types import canonical_hash, sha256_hex
 
 
 def chunk_id(
@@ -19,3 +21,20 @@ def chunk_id(
 def section_id(tenant: str, doc_id: str, revision: str, start: int, end: int, config_hash: str) -> str:
     """Id of a heading section (a chunk's parent), stable for a given revision and config."""
     return canonical_hash(["section", tenant, doc_id, revision, start, end, config_hash])
+
+
+MIN_DEDUP_WORDS = 5
+"""Chunks with fewer words (a lone heading, a one-liner) are never treated as duplicates:
+identical boilerplate such as ``# Guide`` is not duplicate content, and folding it would hide
+the documents it heads."""
+_WORD = re.compile(r"\w+")
+
+
+def text_checksum(text: str) -> str:
+    """sha256 of a chunk's text alone: equal for exact duplicates wherever they occur."""
+    return sha256_hex(text)
+
+
+def dedup_key(text: str) -> str | None:
+    """The exact-duplicate key of a chunk text (its checksum); None for too short a text."""
+    return text_checksum(text) if len(_WORD.findall(text)) >= MIN_DEDUP_WORDS else None

@@ -30,10 +30,10 @@ import numpy.typing as npt
 
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.headings import Section, sections
+from tessera.chunking.profile import SemanticConfig
 from tessera.chunking.recursive import LINE, TokenIndex, atoms, fit, merge
 from tessera.chunking.sentences import sentence_spans
 from tessera.chunking.structural import Piece, build_chunks, section_budget
-from tessera.config_chunking import SemanticConfig
 from tessera.errors import ChunkingError
 from tessera.types import Chunk, ParsedDocument, SourceDocument
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 from functools import lru_cache
 from operator import ne
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from tessera.embedding.model_files import file_sha256
+from tessera.types import file_sha256
 
 
 class TokenCounter(Protocol):
@@ -39,7 +39,10 @@ class TokenCounter(Protocol):
 
 
 class HFTokenCounter:
+    """Pickles as its file path (a worker process loads the tokenizer once, not per task)."""
+
     def __init__(self, tokenizer_json: Path) -> None:
+        self.path = tokenizer_json
         self._tok = Tokenizer.from_file(str(tokenizer_json))
         self._tok.no_truncation()
         self._tok.no_padding()
@@ -57,6 +60,9 @@ class HFTokenCounter:
         words = enc.word_ids
         starts = [True, *map(ne, words[1:], words[:-1])] if words else []
         return list(enc.offsets), starts
+
+    def __reduce__(self) -> tuple[Any, tuple[Path]]:
+        return load_counter, (self.path.parent,)
 
 
 def _local_wordpiece(tok: Tokenizer) -> bool:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
 
 from tessera.config import EmbeddingConfig
 from tessera.errors import ConfigError, ModelIdentityError
+from tessera.types import file_sha256
 
 WEIGHTS_FILE = "model.safetensors"
 
@@ -29,14 +29,6 @@ def model_dir(cfg: EmbeddingConfig) -> Path:
 
 
 @lru_cache(maxsize=8)
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verified_weights_hash(cfg: EmbeddingConfig) -> str:
     """sha256 of the weights, checked against ``embedding.sha256`` when it is set."""
     weights = model_dir(cfg) / WEIGHTS_FILE

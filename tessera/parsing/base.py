@@ -7,14 +7,14 @@ limits (``tessera.parsing.sandbox``), because native parsers can crash, hang or 
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol
 
 from tessera.errors import DocumentError
+from tessera.offsets import normalize_text_bytes
+from tessera.registry import DuplicateRegistration, Registry, UnknownName, load_target, target_available
 from tessera.types import ParsedDocument, SourceDocument
 
 
@@ -43,74 +43,65 @@ _BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "text/html": ("tessera.parsing.html:HtmlParser", (".html", ".htm")),
     "text/x-python": ("tessera.parsing.code:PythonParser", (".py",)),
 }
-_REGISTRY: dict[str, Callable[[], Parser]] = {}
-_EXTENSIONS: dict[str, str] = {}
+ParserFactory = Callable[[], Parser]
+
+
+def _factory(target: str) -> ParserFactory:
+    def factory() -> Parser:
+        parser: Parser = load_target(target)()  # type: ignore[operator]
+        return parser
+
+    return factory
+
+
+PARSERS: Registry[ParserFactory] = Registry(
+    "parser", {ct: target for ct, (target, _) in _BUILTIN.items()}, _factory
+)
+EXTENSIONS: Registry[str] = Registry("file extension")
+"""Lower-case file extension -> content type; an extension belongs to one parser."""
 _CANONICAL: dict[str, str] = {}  # content type -> its first registered extension
-_LOADED: list[bool] = []
 
 
-def register_parser(
-    content_type: str, factory: Callable[[], Parser], extensions: tuple[str, ...] = ()
-) -> None:
-    _REGISTRY[content_type] = factory
+def _claim(content_type: str, extensions: tuple[str, ...]) -> None:
     for ext in extensions:
-        _EXTENSIONS[ext.lower()] = content_type
+        EXTENSIONS.register(ext.lower(), content_type)
         _CANONICAL.setdefault(content_type, ext.lower())
 
 
-def _available(target: str) -> bool:
-    return importlib.util.find_spec(target.split(":")[0]) is not None
+for _ct, (_target, _exts) in _BUILTIN.items():
+    if target_available(_target):
+        _claim(_ct, _exts)
 
 
-def _load_builtin() -> None:
-    if _LOADED:
-        return
-    _LOADED.append(True)
-    for content_type, (target, extensions) in _BUILTIN.items():
-        if content_type in _REGISTRY or not _available(target):
-            continue  # a parser whose module is absent handles no files
-
-        def factory(target: str = target) -> Parser:
-            module, cls = target.split(":")
-            parser: Parser = getattr(importlib.import_module(module), cls)()
-            return parser
-
-        register_parser(content_type, factory, extensions)
+def register_parser(content_type: str, factory: ParserFactory, extensions: tuple[str, ...] = ()) -> None:
+    """Add a parser for a new content type and its extensions; a content type or extension
+    that is taken (built-ins included) raises ``DuplicateRegistration``."""
+    taken = [ext for ext in extensions if ext.lower() in EXTENSIONS]
+    if taken:
+        raise DuplicateRegistration("file extension", taken[0].lower())
+    PARSERS.register(content_type, factory)
+    _claim(content_type, extensions)
 
 
 def get_parser(content_type: str) -> Parser:
-    _load_builtin()
     try:
-        return _REGISTRY[content_type]()
-    except KeyError:
+        return PARSERS.get(content_type)()
+    except UnknownName:
         raise DocumentError("?", "unsupported_type", f"no parser for content type {content_type!r}") from None
 
 
 def parser_for_path(path: str) -> str | None:
     """Content type for a file name, or None when no parser handles it."""
-    _load_builtin()
-    return _EXTENSIONS.get(PurePosixPath(path).suffix.lower())
+    ext = PurePosixPath(path).suffix.lower()
+    return EXTENSIONS.get(ext) if ext in EXTENSIONS else None
 
 
 def canonical_suffix(suffix: str) -> str | None:
     """The one extension that stands for every extension of the same content type, any case
     (``.MARKDOWN`` -> ``.md``, ``.HTM`` -> ``.html``); None when no parser handles it. Access
     policies compare names by it, so a rule reaches exactly the files that are selected."""
-    _load_builtin()
-    content_type = _EXTENSIONS.get(suffix.lower())
+    content_type = parser_for_path(f"x{suffix}")
     return None if content_type is None else _CANONICAL[content_type]
-
-
-def parse_document(doc: SourceDocument, raw: bytes) -> ParsedDocument:
-    """Parse with the document's parser, in a sandboxed child process when it asks for one."""
-    parser = get_parser(doc.content_type)
-    limits = getattr(parser, "sandbox", None)
-    if isinstance(limits, SandboxLimits):
-        from tessera.parsing.sandbox import run_sandboxed  # type: ignore[import-not-found,unused-ignore]
-
-        result: ParsedDocument = run_sandboxed(doc, raw, limits)
-        return result
-    return parser.parse(doc, raw)
 
 
 def _hook(content_type: str | None, name: str) -> Callable[..., object] | None:
@@ -132,8 +123,6 @@ def slice_matches(content_type: str | None, raw: bytes, byte_start: int, byte_en
     hook = _hook(content_type, "slice_matches")
     if hook is not None:
         return bool(hook(raw, byte_start, byte_end, text))
-    from tessera.offsets import normalize_text_bytes
-
     return normalize_text_bytes(raw[byte_start:byte_end])[0] == text
 
 

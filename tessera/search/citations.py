@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tessera.checks import decode_slice
 from tessera.embedding.base import Embedder
 from tessera.errors import AccessDenied, InvalidArgument, PublishError, SourceBlobMissing
+from tessera.parsing.slices import decode_slice
 from tessera.search.principal import Principal, access_filter
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str

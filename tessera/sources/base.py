@@ -76,6 +76,24 @@ def make_document(
     acl_source: str = "",
 ) -> SourceDocument:
     """A listed document: revision = sha256 of the raw bytes, content type from the name."""
+    return document_at(
+        tenant, doc_id, sha256_hex(raw), len(raw), uri, access, effective, modified_at, acl_source
+    )
+
+
+def document_at(
+    tenant: str,
+    doc_id: str,
+    revision: str,
+    size: int,
+    uri: str,
+    access: AccessRule,
+    effective: tuple[datetime, datetime],
+    modified_at: datetime,
+    acl_source: str = "",
+) -> SourceDocument:
+    """A listed document whose revision (the sha256 of its bytes) and size are already known,
+    from a revision cache (:mod:`tessera.sources.revision_cache`) or a read."""
     content_type = parser_for_path(doc_id)
     if content_type is None:
         raise SourceError(f"{doc_id!r} has no parser; connectors list only supported files")
@@ -83,14 +101,14 @@ def make_document(
         tenant=tenant,
         doc_id=doc_id,
         uri=uri,
-        revision=sha256_hex(raw),
+        revision=revision,
         content_type=content_type,
         readers=access.readers,
         groups=access.groups,
         effective_from=effective[0],
         effective_to=effective[1],
         modified_at=modified_at,
-        size=len(raw),
+        size=size,
         acl_source=acl_source,
     )
 

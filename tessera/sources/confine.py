@@ -27,9 +27,9 @@ import os
 import stat
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tessera.errors import SourceError
@@ -55,6 +55,8 @@ class WalkResult:
     """Regular files (POSIX paths relative to the root), sorted, hidden entries excluded."""
     skipped: tuple[Skipped, ...]
     hidden: int
+    stats: Mapping[str, os.stat_result] = field(default_factory=dict)
+    """Each file's ``lstat`` as the walk saw it (``dir_fd``-relative, links not followed)."""
 
 
 def name_refusal(name: str) -> str | None:
@@ -152,6 +154,7 @@ def _refusal(st: os.stat_result) -> str | None:
 def walk_confined(root: Path) -> WalkResult:
     """Every regular file under ``root`` (depth first, sorted), never leaving it."""
     files: list[str] = []
+    stats: dict[str, os.stat_result] = {}
     skipped: list[Skipped] = []
     hidden = 0
     stack: list[list[str]] = [[]]
@@ -189,6 +192,7 @@ def walk_confined(root: Path) -> WalkResult:
                     skipped.append(Skipped(rel, reason))
                 else:
                     files.append(rel)
+                    stats[rel] = st
         stack.extend(reversed(subdirs))
     if skipped:
         counts = Counter(s.reason for s in skipped)
@@ -199,4 +203,4 @@ def walk_confined(root: Path) -> WalkResult:
             ", ".join(f"{s.path!r} ({s.reason})" for s in skipped[:5])
             + (", ..." if len(skipped) > 5 else ""),
         )
-    return WalkResult(tuple(sorted(files)), tuple(skipped), hidden)
+    return WalkResult(tuple(sorted(files)), tuple(skipped), hidden, stats)

@@ -5,12 +5,20 @@ special files and hard-linked files are skipped by name and counted. An empty fo
 EMPTY, but its emptiness is proven only by the zero-byte marker ``.tessera-root`` (created
 when the tenant is provisioned): without it, an empty folder is exactly what an unmounted
 mount point looks like, and the deletion guard refuses to delete the tenant on its word.
+
+With a :class:`~tessera.sources.revision_cache.RevisionCache`, a file whose signature (size,
+mtime_ns, ctime_ns, inode, device, from the walk's own ``lstat``) is unchanged takes its
+revision from the cache and is not opened. ctime catches edits that restore the mtime
+(``touch -r``, ``rsync -t``, ``cp -p``); a file changed within ``settle_seconds`` of the listing
+is hashed every time, so a same-size edit in the same timestamp tick is never missed.
+Policy files are read every time.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,19 +26,28 @@ from pathlib import Path
 from tessera.config import AccessRule
 from tessera.errors import PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
-from tessera.sources.base import Listing, Verdict, make_document
+from tessera.sources.base import Listing, Verdict, document_at
 from tessera.sources.confine import check_root, read_confined, walk_confined
 from tessera.sources.policy import build_tree, policy_file_kind, refuse_lookalike
+from tessera.sources.revision_cache import CachedRevision, CacheSession, RevisionCache, begin
 from tessera.types import SourceDocument, sha256_hex
 
 ROOT_MARKER = ".tessera-root"
 
 
+def signature(st: os.stat_result) -> str:
+    """What identifies a file's content without reading it (see the module docstring)."""
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
+
+
 class FolderConnector:
-    def __init__(self, tenant: str, root: Path, default_access: AccessRule) -> None:
+    def __init__(
+        self, tenant: str, root: Path, default_access: AccessRule, cache: RevisionCache | None = None
+    ) -> None:
         self.tenant = tenant
         self.root = root
         self.default_access = default_access
+        self.cache = cache
 
     def _marker(self) -> bool:
         """Whether the root holds the provisioning marker (a regular file, not a link)."""
@@ -41,8 +58,25 @@ class FolderConnector:
         except OSError as e:
             raise SourceError(f"cannot check {self.root / ROOT_MARKER}: {e}") from e
 
+    def _revision(
+        self, rel: str, st: os.stat_result, session: CacheSession, now: float
+    ) -> tuple[CachedRevision, os.stat_result]:
+        """The revision of ``rel`` and the stat it goes with: from the cache if the walk's
+        signature is unchanged, else read (with the descriptor's stat, taken before the read,
+        so a write during the read leaves a signature that the next listing sees as changed)."""
+        hit = session.get(rel, signature(st))
+        if hit is not None:
+            return hit, st
+        raw, st = read_confined(self.root, rel)
+        entry = CachedRevision(signature(st), sha256_hex(raw), len(raw))
+        if session.settled(max(st.st_mtime_ns, st.st_ctime_ns) / 1e9, now):
+            session.put(rel, entry)
+        return entry, st
+
     def list(self) -> Listing:
+        now = time.time()
         check_root(self.root)
+        session = begin(self.cache, str(self.root.resolve()))
         walk = walk_confined(self.root)
         policy_files: dict[str, bytes] = {}
         wanted: list[str] = []
@@ -64,12 +98,16 @@ class FolderConnector:
         tree = build_tree(self.default_access, policy_files, str(self.root))
         docs: list[SourceDocument] = []
         for rel in wanted:
-            raw, st = read_confined(self.root, rel)
+            rev, st = self._revision(rel, walk.stats[rel], session, now)
             d = tree.decide(rel)
             modified = datetime.fromtimestamp(st.st_mtime, tz=UTC)
             uri = (self.root.resolve() / rel).as_uri()
             effective = (d.effective_from, d.effective_to)
-            docs.append(make_document(self.tenant, rel, raw, uri, d.access, effective, modified, d.source))
+            docs.append(
+                document_at(
+                    self.tenant, rel, rev.revision, rev.size, uri, d.access, effective, modified, d.source
+                )
+            )
         skipped = tuple((s.path, s.reason) for s in walk.skipped)
         counts = Counter(reason for _, reason in skipped)
         note = "".join(f", {n} {reason} skipped" for reason, n in sorted(counts.items()))
@@ -80,9 +118,12 @@ class FolderConnector:
                 f"folder {self.root} exists and lists 0 indexable files ({other} other entries{note}); "
                 + (f"root marker {ROOT_MARKER} present" if marker else f"no {ROOT_MARKER} marker")
             )
-            return Listing(self.tenant, Verdict.EMPTY, (), proof, (), policies, skipped, marker)
-        proof = f"walked {self.root}: {len(docs)} files{note}"
-        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, (), policies, skipped)
+            listing = Listing(self.tenant, Verdict.EMPTY, (), proof, (), policies, skipped, marker)
+        else:
+            proof = f"walked {self.root}: {len(docs)} files{note}"
+            listing = Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, (), policies, skipped)
+        session.commit()
+        return listing
 
     def read(self, doc: SourceDocument) -> bytes:
         raw, _ = read_confined(self.root, doc.doc_id)

@@ -3,6 +3,11 @@
 Nothing is checked out or cloned: the ref is resolved once per listing to a commit, its tree is
 listed with ``git ls-tree`` and blobs are read with ``git cat-file``, so uncommitted edits in a
 working tree never reach the index and every document of a listing comes from one commit.
+
+With a :class:`~tessera.sources.revision_cache.RevisionCache`, a blob whose id the cache knows
+takes its sha256 revision from it (a blob id names its content, so no settling is needed);
+only the other blobs are read. The cached blobs are still checked to exist
+(``cat-file --batch-check``, headers only), so a missing object fails as it always did.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from urllib.parse import quote, unquote
 from tessera.config import AccessRule, TenantConfig
 from tessera.errors import ConfigError, PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
-from tessera.sources.base import DocumentFailure, Listing, Verdict, make_document
+from tessera.sources.base import DocumentFailure, Listing, Verdict, document_at
 from tessera.sources.confine import name_refusal
 from tessera.sources.policy import PolicyTree, build_tree, policy_file_kind, refuse_lookalike
+from tessera.sources.revision_cache import CachedRevision, CacheSession, RevisionCache, begin
 from tessera.types import SourceDocument, sha256_hex
 
 _URI_RE = re.compile(r"git\+file://(?P<repo>[^@#]+)@(?P<blob>[0-9a-f]{40}|[0-9a-f]{64})#(?P<path>.+)")
@@ -39,6 +45,7 @@ class GitConnector:
         subdir: str,
         default_access: AccessRule,
         timeout: float = 30.0,
+        cache: RevisionCache | None = None,
     ) -> None:
         if not ref or ref.startswith("-") or re.search(r"[\s\x00]", ref):
             raise ConfigError("source.ref", f"invalid git ref {ref!r}")
@@ -52,6 +59,7 @@ class GitConnector:
         self.subdir = subdir
         self.default_access = default_access
         self.timeout = timeout
+        self.cache = cache
         self.commit: str | None = None  # what the last listing resolved ``ref`` to
         # a working clone by its folder; anything else as a git dir (bare repositories work even
         # under safe.bareRepository=explicit, and a plain folder is "not a git repository")
@@ -59,11 +67,11 @@ class GitConnector:
         self._where = ["git", "-C" if dot_git else "--git-dir", str(self.root)]
 
     @classmethod
-    def from_config(cls, t: TenantConfig) -> GitConnector:
+    def from_config(cls, t: TenantConfig, cache: RevisionCache | None = None) -> GitConnector:
         s = t.source
         if s.repo is None:
             raise ConfigError(f"tenants.{t.tenant_id}.source.repo", "a git source needs a repo")
-        return cls(t.tenant_id, s.repo, s.ref, s.subdir, t.default_access, s.timeout_seconds)
+        return cls(t.tenant_id, s.repo, s.ref, s.subdir, t.default_access, s.timeout_seconds, cache)
 
     def _run(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # no GIT_DIR etc.
@@ -140,6 +148,50 @@ class GitConnector:
             raise SourceError(f"git cat-file --batch in {self.repo} returned truncated output") from e
         return blobs
 
+    def _present(self, oids: list[str]) -> set[str]:
+        """Which of ``oids`` are blobs in the repository, from object headers only."""
+        if not oids:
+            return set()
+        out = self._git(
+            "cat-file", "--batch-check", "--buffer", stdin="".join(f"{o}\n" for o in oids).encode()
+        )
+        lines = out.decode("ascii", "replace").splitlines()
+        if len(lines) != len(oids):
+            raise SourceError(f"git cat-file --batch-check in {self.repo} returned truncated output")
+        return {oid for oid, line in zip(oids, lines, strict=True) if line.split()[1:2] == ["blob"]}
+
+    def _read_blobs(self, wanted: list[tuple[str, str, int]]) -> dict[str, bytes | None]:
+        """The bytes of the blobs in ``wanted``, one ``cat-file --batch`` per ~_BATCH_BYTES."""
+        blobs: dict[str, bytes | None] = {}
+        batch: dict[str, None] = {}  # unique oids
+        total = 0
+        for _, oid, size in wanted:
+            if batch and total + size > _BATCH_BYTES:
+                blobs.update(self._blobs(list(batch)))
+                batch, total = {}, 0
+            batch[oid] = None
+            total += size
+        if batch:
+            blobs.update(self._blobs(list(batch)))
+        return blobs
+
+    def _revisions(
+        self, wanted: list[tuple[str, str, int]], session: CacheSession
+    ) -> dict[str, CachedRevision | None]:
+        """Each blob's revision by oid (None: missing): cached ones checked to exist, others read."""
+        known = {oid: hit for _, oid, _ in wanted if (hit := session.get(oid, "blob")) is not None}
+        present = self._present(list(known))
+        out: dict[str, CachedRevision | None] = {o: e for o, e in known.items() if o in present}
+        out.update(dict.fromkeys(set(known) - present))
+        for oid, raw in self._read_blobs([w for w in wanted if w[1] not in known]).items():
+            if raw is None:
+                out[oid] = None
+                continue
+            entry = CachedRevision("blob", sha256_hex(raw), len(raw), lfs=raw.startswith(_LFS_POINTER))
+            session.put(oid, entry)  # a blob id names its content: no settling needed
+            out[oid] = entry
+        return out
+
     def _entries(self, tree: str, label: str) -> tuple[list[tuple[str, str, int]], Counter[str], PolicyTree]:
         """Supported blobs (rel path, oid, size), counts of skipped entries, the policy files."""
         wanted: list[tuple[str, str, int]] = []
@@ -191,40 +243,38 @@ class GitConnector:
                 err = kind.stderr.decode("utf-8", "replace").strip()
                 raise SourceError(f"subdir {self.subdir!r} is not a folder in {where}: {err}")
         wanted, skipped, policy = self._entries(tree, f"{self.repo}@{commit[:12]}")
-        blobs: dict[str, bytes | None] = {}
-        batch: dict[str, None] = {}  # unique oids, one cat-file call per ~_BATCH_BYTES
-        total = 0
-        for _, oid, size in wanted:
-            if batch and total + size > _BATCH_BYTES:
-                blobs.update(self._blobs(list(batch)))
-                batch, total = {}, 0
-            batch[oid] = None
-            total += size
-        if batch:
-            blobs.update(self._blobs(list(batch)))
+        session = begin(self.cache, f"git {self.root.as_posix()}")
+        revisions = self._revisions(wanted, session)
         docs: list[SourceDocument] = []
         failed: list[DocumentFailure] = []
         for rel, oid, _ in wanted:
-            raw = blobs[oid]
-            if raw is None:
+            entry = revisions[oid]
+            if entry is None:
                 failed.append(DocumentFailure(rel, "missing_object", f"blob {oid} is missing in {where}"))
                 continue
-            if raw.startswith(_LFS_POINTER):
+            if entry.lfs:
                 failed.append(DocumentFailure(rel, "lfs_pointer", f"{rel} is a Git LFS pointer in {where}"))
                 continue
             d = policy.decide(rel)
-            effective = (d.effective_from, d.effective_to)
+            uri, effective = self._uri(oid, rel), (d.effective_from, d.effective_to)
             docs.append(
-                make_document(self.tenant, rel, raw, self._uri(oid, rel), d.access, effective, when, d.source)
+                document_at(
+                    self.tenant, rel, entry.revision, entry.size, uri, d.access, effective, when, d.source
+                )
             )
         self.commit = commit
         others = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())) or "none"
         scope = f"ls-tree of '{self.subdir}/'" if self.subdir else "ls-tree of the root"
         if not docs and not failed:
             proof = f"{where} resolved; {scope} listed 0 supported blobs (other entries: {others})"
-            return Listing(self.tenant, Verdict.EMPTY, (), proof, (), policy.files)
-        proof = f"{where}: {scope} listed {len(docs) + len(failed)} supported blobs (other entries: {others})"
-        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed), policy.files)
+            listing = Listing(self.tenant, Verdict.EMPTY, (), proof, (), policy.files)
+        else:
+            proof = (
+                f"{where}: {scope} listed {len(docs) + len(failed)} supported blobs (other entries: {others})"
+            )
+            listing = Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed), policy.files)
+        session.commit()
+        return listing
 
     def read(self, doc: SourceDocument) -> bytes:
         """The bytes of the blob the document was listed with (named in its uri)."""

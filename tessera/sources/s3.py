@@ -14,6 +14,13 @@ nearest the object with a matching rule, as in :mod:`tessera.sources.policy`), e
 default. Keys that are not plain relative paths (``..``, ``//``, control characters) are skipped
 by name, never turned into document ids. Invalid or unknown ``tessera-*`` metadata quarantines
 the document (``bad_metadata``) instead of falling back to a broader ACL.
+
+With a :class:`~tessera.sources.revision_cache.RevisionCache`, an object whose listed ETag,
+Size and LastModified are unchanged takes its revision, LastModified and ``tessera-*`` metadata
+from the cache and is not downloaded (a metadata edit is a copy, which changes LastModified).
+A read is cached only when the object's ETag equals the listed one and its LastModified is
+over ``settle_seconds`` older than the server's ``Date`` on the listing. Policies are read
+every time.
 """
 
 from __future__ import annotations
@@ -25,12 +32,11 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
 
 from tessera.config import AccessRule, TenantConfig, parse_access_rule
 from tessera.errors import ConfigError, PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
-from tessera.sources.base import DocumentFailure, Listing, Verdict, make_document
+from tessera.sources.base import DocumentFailure, Listing, Verdict, document_at
 from tessera.sources.policy import (
     PolicyTree,
     _date,
@@ -39,6 +45,8 @@ from tessera.sources.policy import (
     policy_file_kind,
     refuse_lookalike,
 )
+from tessera.sources.revision_cache import CachedRevision, CacheSession, RevisionCache, begin
+from tessera.sources.s3_pages import S3_ERRORS, Listed, Pages, error_code, list_pages, not_found
 from tessera.types import ALWAYS, SourceDocument, sha256_hex
 
 log = logging.getLogger(__name__)
@@ -54,18 +62,9 @@ def _unsafe(rel: str) -> bool:
 
 
 _META_KEYS = {"tessera-readers", "tessera-groups", "tessera-effective-from", "tessera-effective-to"}
-_ERRORS = (ClientError, BotoCoreError, OSError)
-
-
-def _code(e: Exception) -> str:
-    if isinstance(e, ClientError):
-        err = e.response.get("Error", {})
-        return str(err.get("Code") or e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?"))
-    return type(e).__name__
-
-
-def _not_found(e: Exception) -> bool:
-    return isinstance(e, ClientError) and _code(e) in {"404", "NoSuchKey", "NotFound"}
+_ERRORS = S3_ERRORS
+_code = error_code
+_not_found = not_found
 
 
 class S3Connector:
@@ -77,6 +76,7 @@ class S3Connector:
         default_access: AccessRule,
         client: Any,
         page_size: int = 1000,
+        cache: RevisionCache | None = None,
     ) -> None:
         if not 1 <= page_size <= 1000:
             raise ValueError(f"page_size must be in [1, 1000], got {page_size}")
@@ -87,9 +87,10 @@ class S3Connector:
         self.default_access = default_access
         self.client = client
         self.page_size = page_size
+        self.cache = cache
 
     @classmethod
-    def from_config(cls, t: TenantConfig) -> S3Connector:
+    def from_config(cls, t: TenantConfig, cache: RevisionCache | None = None) -> S3Connector:
         src = t.source
         config = Config(
             connect_timeout=src.timeout_seconds,
@@ -97,7 +98,7 @@ class S3Connector:
             retries={"max_attempts": 2, "mode": "standard"},
         )
         client = boto3.client("s3", endpoint_url=src.endpoint_url, region_name=src.region, config=config)
-        return cls(t.tenant_id, src.bucket, src.prefix, t.default_access, client)
+        return cls(t.tenant_id, src.bucket, src.prefix, t.default_access, client, cache=cache)
 
     def _where(self, key: str = "") -> str:
         return f"s3://{self.bucket}/{key or self.prefix}"
@@ -122,50 +123,6 @@ class S3Connector:
                 ) from e
             raise SourceError(f"cannot check root marker {self._where(marker)}: {_code(e)}: {e}") from e
         return f"{proof}; prefix {self.prefix!r} root marker present"
-
-    def _list_keys(self) -> tuple[list[str], int]:
-        """Every key under the prefix, all pages, or SourceError."""
-        keys: list[str] = []
-        seen_tokens: set[str] = set()
-        token: str | None = None
-        pages = 0
-        while True:
-            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix, "MaxKeys": self.page_size}
-            if token is not None:
-                kwargs["ContinuationToken"] = token
-            try:
-                page = self.client.list_objects_v2(**kwargs)
-            except _ERRORS as e:
-                raise SourceError(
-                    f"listing {self._where()} failed on page {pages + 1}: {_code(e)}: {e}"
-                ) from e
-            pages += 1
-            contents = page.get("Contents") or []
-            count = page.get("KeyCount")
-            if count is not None and count != len(contents):
-                raise SourceError(
-                    f"pagination cut in {self._where()}: page {pages} says KeyCount={count} "
-                    f"but holds {len(contents)} objects"
-                )
-            for obj in contents:
-                key = obj["Key"]
-                if not isinstance(key, str) or not key.startswith(self.prefix):
-                    raise SourceError(f"listing {self._where()} returned a key outside the prefix: {key!r}")
-                keys.append(key)
-            if not page.get("IsTruncated"):
-                break
-            token = page.get("NextContinuationToken")
-            if not token:
-                raise SourceError(
-                    f"pagination cut in {self._where()}: page {pages} is truncated "
-                    "but carries no NextContinuationToken"
-                )
-            if token in seen_tokens:
-                raise SourceError(f"pagination cut in {self._where()}: page {pages} repeats a token")
-            seen_tokens.add(token)
-        if len(set(keys)) != len(keys):
-            raise SourceError(f"pagination cut in {self._where()}: pages overlap (a key listed twice)")
-        return keys, pages
 
     def _get(self, key: str) -> tuple[bytes, dict[str, Any]]:
         response = self.client.get_object(Bucket=self.bucket, Key=key)
@@ -221,20 +178,46 @@ class S3Connector:
             raise ConfigError("tessera-effective-to", "must be after tessera-effective-from")
         return access, start, end, source
 
-    def _document(self, key: str, rel: str, policy: PolicyTree) -> SourceDocument | DocumentFailure:
+    def _revision(
+        self, key: str, rel: str, listed: Listed, now: float, session: CacheSession
+    ) -> CachedRevision | DocumentFailure:
+        """What a GetObject of ``key`` establishes: from the cache if its listed signature is
+        unchanged, else downloaded (and cached when the read is of the listed, settled object)."""
+        sig = listed.signature
+        hit = session.get(key, sig)
+        if hit is not None:
+            return hit
         try:
             raw, response = self._get(key)
         except _ERRORS as e:
             if _not_found(e):  # deleted between list and get: quarantine, never delete
                 return DocumentFailure(rel, "download_error", f"{self._where(key)}: {e}")
             raise SourceError(f"cannot download {self._where(key)}: {_code(e)}: {e}") from e
+        meta = {k: v for k, v in (response.get("Metadata") or {}).items() if k.lower().startswith("tessera-")}
+        modified = response.get("LastModified")
+        when = modified.astimezone(UTC).isoformat() if isinstance(modified, datetime) else ""
+        entry = CachedRevision(sig, sha256_hex(raw), len(raw), when, meta)
+        changed = modified.timestamp() if isinstance(modified, datetime) else float("inf")
+        same = str(response.get("ETag") or "").strip('"') == listed.etag.strip('"')  # the listed object
+        if same and session.settled(changed, now):
+            session.put(key, entry)
+        return entry
+
+    def _document(
+        self, key: str, rel: str, policy: PolicyTree, pages: Pages, session: CacheSession
+    ) -> SourceDocument | DocumentFailure:
+        entry = self._revision(key, rel, pages.objects[key], pages.server_time, session)
+        if isinstance(entry, DocumentFailure):
+            return entry
         try:
-            access, start, end, source = self._access(rel, response.get("Metadata") or {}, policy)
+            access, start, end, source = self._access(rel, entry.metadata, policy)
         except ConfigError as e:
             return DocumentFailure(rel, "bad_metadata", f"{self._where(key)}: {e}")
-        modified = response.get("LastModified")
-        when = modified.astimezone(UTC) if isinstance(modified, datetime) else ALWAYS
-        return make_document(self.tenant, rel, raw, self._where(key), access, (start, end), when, source)
+        when = datetime.fromisoformat(entry.modified) if entry.modified else ALWAYS
+        where = self._where(key)
+        return document_at(
+            self.tenant, rel, entry.revision, entry.size, where, access, (start, end), when, source
+        )
 
     def _indexable(self, key: str, skipped: list[tuple[str, str]]) -> str | None:
         rel = key[len(self.prefix) :]
@@ -249,7 +232,8 @@ class S3Connector:
 
     def list(self) -> Listing:
         proof = self._prove_root()
-        keys, pages = self._list_keys()
+        listed = list_pages(self.client, self.bucket, self.prefix, self.page_size, self._where())
+        keys, pages = list(listed.keys), listed.pages
         marker = self.prefix + ROOT_MARKER
         if self.prefix and marker not in keys:  # it lies under the prefix: a complete list shows it
             raise SourceError(
@@ -261,10 +245,11 @@ class S3Connector:
         entries = [(k, rel) for k in keys if (rel := self._indexable(k, skipped)) is not None]
         if skipped:
             log.warning("s3 source %s: skipped %d unsafe keys", self._where(), len(skipped))
+        session = begin(self.cache, f"{self.client.meta.endpoint_url} {self._where()}")
         docs: list[SourceDocument] = []
         failed: list[DocumentFailure] = []
         for key, rel in entries:
-            result = self._document(key, rel, policy)
+            result = self._document(key, rel, policy, listed, session)
             if isinstance(result, DocumentFailure):
                 failed.append(result)
             else:
@@ -276,8 +261,11 @@ class S3Connector:
         )
         extra = (policy.files, tuple(skipped))
         if not docs and not failed:  # a bucket root proves emptiness only with its marker listed
-            return Listing(self.tenant, Verdict.EMPTY, (), proof, (), *extra, marker in keys)
-        return Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed), *extra)
+            listing = Listing(self.tenant, Verdict.EMPTY, (), proof, (), *extra, marker in keys)
+        else:
+            listing = Listing(self.tenant, Verdict.COMPLETE, tuple(docs), proof, tuple(failed), *extra)
+        session.commit()
+        return listing
 
     def read(self, doc: SourceDocument) -> bytes:
         key = self.prefix + doc.doc_id

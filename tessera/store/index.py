@@ -9,6 +9,7 @@ run id and logged in the tenant's ``publications__{tenant}`` table.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -29,6 +30,23 @@ from tessera.store.indexes import ensure_indexes
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.retry import COMMIT_ATTEMPTS, retrying
 from tessera.store.schema import chunk_schema
+
+
+@dataclass(frozen=True)
+class StreamedRows:
+    """Rows to publish as a stream: ``open()`` returns a fresh reader each time (a retried
+    commit reads them again), ``num_rows`` and ``doc_ids`` say what it holds."""
+
+    open: Callable[[], pa.RecordBatchReader]
+    num_rows: int
+    doc_ids: frozenset[str]
+
+    @classmethod
+    def of(cls, table: pa.Table) -> StreamedRows:
+        ids = frozenset(table.column("doc_id").to_pylist()) if table.num_rows else frozenset()
+        return cls(
+            lambda: pa.RecordBatchReader.from_batches(table.schema, table.to_batches()), table.num_rows, ids
+        )
 
 
 @dataclass(frozen=True)
@@ -134,11 +152,15 @@ class TenantIndex:
             states[doc_id] = DocState(rev, meta, cfg, (prev.chunks if prev else 0) + 1, src or "")
         return states
 
-    def publish(self, rows: pa.Table, scope: set[str], run_id: str, config_hash: str) -> PublishResult:
-        """Replace the rows of the documents in ``scope`` by ``rows``, in one commit."""
+    def publish(
+        self, rows: pa.Table | StreamedRows, scope: set[str], run_id: str, config_hash: str
+    ) -> PublishResult:
+        """Replace the rows of the documents in ``scope`` by ``rows``, in one commit. A stream
+        is read batch by batch into the commit, never whole into memory."""
         if not scope:
             return PublishResult(committed=False, version=self.version())
-        if rows.num_rows and set(rows.column("doc_id").to_pylist()) - scope:
+        rows = rows if isinstance(rows, StreamedRows) else StreamedRows.of(rows)
+        if rows.doc_ids - scope:
             raise PublishError("staged rows contain documents outside the publish scope")
         table = self.ensure()
         tag = self._free_tag(table, run_id)
@@ -159,7 +181,7 @@ class TenantIndex:
         self._record(table, "publish", result, run_id, config_hash)
         return result
 
-    def _merge(self, table: Any, rows: pa.Table, where: str) -> tuple[Any, int, int]:
+    def _merge(self, table: Any, rows: StreamedRows, where: str) -> tuple[Any, int, int]:
         """One commit: ``rows`` replace the rows ``where`` selects. Idempotent, so a retry after
         a throttled request cannot publish twice (the second pass matches every checksum).
         ``(None, 0, 0)`` when there is nothing to commit."""
@@ -176,7 +198,7 @@ class TenantIndex:
             )
             .when_not_matched_insert_all()
             .when_not_matched_by_source_delete(where)
-            .execute(rows.cast(self.schema))
+            .execute(rows.open().cast(self.schema))
         )
         return res.num_inserted_rows, res.num_updated_rows, res.num_deleted_rows
 

@@ -15,7 +15,7 @@ win in a majority of the rounds (a conditional PUT that is not atomic; moto's ch
 loses about one race in 200, so a single lost race is logged, not refused).
 
 :func:`require_conditional_put` runs the probe once per store URI and endpoint in a process
-(:class:`~tessera.run_context.RunContext` calls it before a run touches an ``s3://``
+(:class:`~tessera.pipeline.context.RunContext` calls it before a run touches an ``s3://``
 store). On an unsafe store it raises :class:`UnsafeStoreError` (a ``ConfigError`` on
 ``store.uri``: retrying cannot fix it), unless the operator declared single-writer mode with
 ``TESSERA_SINGLE_WRITER=1``: they guarantee that one process at a time writes the store, and

@@ -9,7 +9,6 @@ band keys, so a later run finds near-duplicate candidates without reading every 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -17,9 +16,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tessera.chunking.identity import MIN_DEDUP_WORDS as MIN_DEDUP_WORDS
+from tessera.chunking.identity import dedup_key as dedup_key
+from tessera.chunking.identity import text_checksum as text_checksum
 from tessera.embedding.base import Vectors
 from tessera.store.db import sql_str
-from tessera.types import Chunk, SourceDocument, sha256_hex
+from tessera.types import Chunk, SourceDocument
 
 _PAGE = pa.struct(
     [
@@ -30,23 +32,6 @@ _PAGE = pa.struct(
         pa.field("y1", pa.float64()),
     ]
 )
-
-
-MIN_DEDUP_WORDS = 5
-"""Chunks with fewer words (a lone heading, a one-liner) are never treated as duplicates:
-identical boilerplate such as ``# Guide`` is not duplicate content, and folding it would hide
-the documents it heads."""
-_WORD = re.compile(r"\w+")
-
-
-def text_checksum(text: str) -> str:
-    """sha256 of a chunk's text alone: equal for exact duplicates wherever they occur."""
-    return sha256_hex(text)
-
-
-def dedup_key(text: str) -> str | None:
-    """The exact-duplicate key of a chunk text (its checksum); None for too short a text."""
-    return text_checksum(text) if len(_WORD.findall(text)) >= MIN_DEDUP_WORDS else None
 
 
 def chunk_schema(dimension: int) -> pa.Schema:

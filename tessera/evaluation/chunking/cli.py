@@ -200,12 +200,12 @@ def evaluate_folders(
     """Run the sweep on the pooled corpus folders; write ``report.json``, ``report.md`` and
     the plots (frontier per mode, pooled and per corpus; heatmaps of a grid) into ``out``."""
     from tessera.chunking.tokens import load_counter
-    from tessera.embedding.cache import EmbeddingCache
     from tessera.errors import EvaluationError
     from tessera.evaluation.chunking.corpus import load_corpus, pool
     from tessera.evaluation.chunking.plots import frontier_plots, heatmaps
     from tessera.evaluation.chunking.sweep import Embedding, run_sweep
     from tessera.store.db import connect
+    from tessera.store.embedding_cache import EmbeddingCache
 
     if questions is not None and len(corpus_dirs) != 1:
         raise EvaluationError("--questions needs exactly one --corpus")

@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from tessera.errors import EvaluationError
-from tessera.evaluation.chunking.metrics import Span
+from tessera.golden.metrics import Span
+from tessera.golden.retriever import EvalChunk as EvalChunk
 from tessera.search.principal import Principal, access_filter
 from tessera.search.query import PRODUCT_FUSION, Fusion, SearchOptions, ranked_rows
 from tessera.store.indexes import ensure_indexes
@@ -33,24 +34,6 @@ from tessera.types import sha256_hex
 
 TENANT = "eval"
 _PRINCIPAL = Principal(TENANT, "eval")
-
-
-@dataclass(frozen=True)
-class EvalChunk:
-    span: Span
-    embedding_text: str
-    tokens: int
-    probes: tuple[str, ...] = ()
-    """Sentence probe texts (``tessera.chunking.probes``) when the profile embeds them."""
-    text: str = ""
-    """The chunk text (what a hit returns; duplicates fold on it); ``embedding_text`` if empty."""
-    chunk_id: str = ""
-    """The product's chunk id; empty: a sha256 of the span (peers)."""
-    kind: str = "text"
-
-    @property
-    def key(self) -> str:
-        return self.chunk_id or sha256_hex(f"{self.span.corpus}\0{self.span.start}\0{self.span.end}")
 
 
 @dataclass(frozen=True)

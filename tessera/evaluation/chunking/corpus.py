@@ -9,21 +9,13 @@ end_index}``, code point offsets into the UTF-8 decoded corpus file named by ``c
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tessera.errors import EvaluationError
-from tessera.evaluation.chunking.metrics import Span
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    corpus: str
-    references: tuple[Span, ...]
+from tessera.golden.metrics import Span
+from tessera.golden.questions import Question, read_questions
 
 
 @dataclass(frozen=True)
@@ -51,22 +43,6 @@ def _corpus_files(folder: Path) -> dict[str, Path]:
             files[rel] = p
             files.setdefault(p.stem, p)
     return files
-
-
-def read_questions(path: Path) -> list[tuple[str, str, list[dict[str, object]]]]:
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise EvaluationError(f"cannot read questions {path}: {e}") from e
-    out = []
-    for n, row in enumerate(rows, 2):
-        try:
-            refs = json.loads(row["references"])
-            out.append((row["question"], row["corpus_id"], refs))
-        except (KeyError, TypeError, json.JSONDecodeError) as e:
-            raise EvaluationError(f"{path}:{n}: expected question,references(JSON),corpus_id: {e}") from e
-    return out
 
 
 def load_corpus(folder: Path, questions: Path | None = None) -> Corpus:

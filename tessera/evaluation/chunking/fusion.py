@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from tessera.evaluation.chunking.collection import Collection
-from tessera.evaluation.chunking.corpus import Question
 from tessera.evaluation.chunking.harness import evaluate, summarize
+from tessera.golden.questions import Question
 from tessera.search.query import Fusion, fusion_depth
 
 VARIANTS: tuple[tuple[str, Fusion], ...] = (

@@ -25,10 +25,12 @@ from tessera.chunking.tokens import TokenCounter
 from tessera.config import ChunkingConfig
 from tessera.errors import EvaluationError
 from tessera.evaluation.chunking.collection import Collection, EvalChunk, Hit
-from tessera.evaluation.chunking.corpus import Corpus, Question
-from tessera.evaluation.chunking.metrics import Span, TokenGrid, intact, precision_omega, score
-from tessera.evaluation.chunking.retriever import Retriever
-from tessera.parsing.base import parse_document, parser_for_path
+from tessera.evaluation.chunking.corpus import Corpus
+from tessera.golden.metrics import Span, TokenGrid, intact, precision_omega, score
+from tessera.golden.questions import Question
+from tessera.golden.retriever import Retriever, code_points
+from tessera.parsing.base import parser_for_path
+from tessera.parsing.dispatch import parse_document
 from tessera.search.query import PRODUCT_FUSION, Fusion, fusion_depth
 from tessera.types import SourceDocument, sha256_hex
 
@@ -42,19 +44,6 @@ def _doc(corpus_id: str, path: Path, raw: bytes) -> SourceDocument:
     return SourceDocument(
         "eval", corpus_id, path.resolve().as_uri(), sha256_hex(raw), content_type, ("eval",), ()
     )
-
-
-def code_points(raw: bytes) -> Callable[[int], int]:
-    """Map a byte offset of UTF-8 ``raw`` to the code point offset of the decoded text."""
-    starts = np.cumsum([0] + [len(ch.encode("utf-8")) for ch in raw.decode("utf-8")])
-
-    def at(byte: int) -> int:
-        i = int(np.searchsorted(starts, byte))
-        if i >= len(starts) or starts[i] != byte:
-            raise EvaluationError(f"byte offset {byte} is inside a character")
-        return i
-
-    return at
 
 
 def chunk_corpus(corpus: Corpus, cfg: ChunkingConfig, ctx: ChunkContext) -> list[EvalChunk]:

@@ -2,7 +2,7 @@
 
 Chosen by leave-one-corpus-out over the eight development corpora (``../shared/data/chroma``
 and ``../shared/data/retrieval_dev``, pooled into one collection per configuration); the run
-is ``docs/eval/chunking/report.json``. :class:`tessera.config_chunking.ChunkingConfig`'s
+is ``docs/eval/chunking/report.json``. :class:`tessera.chunking.profile.ChunkingConfig`'s
 defaults must equal it (``tests/test_chunking_eval.py`` keeps them equal).
 """
 

@@ -20,11 +20,10 @@ from typing import Any
 import numpy as np
 
 from tessera.chunking.base import ChunkContext
+from tessera.chunking.profile import AdaptiveConfig, ChunkingConfig
 from tessera.chunking.tokens import TokenCounter
-from tessera.config_chunking import AdaptiveConfig, ChunkingConfig
 from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
-from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.errors import ConfigError
 from tessera.evaluation.chunking import frontier, loco
 from tessera.evaluation.chunking.collection import Collection
@@ -37,9 +36,10 @@ from tessera.evaluation.chunking.harness import (
     peer_chunks,
     summarize,
 )
-from tessera.evaluation.chunking.metrics import TokenGrid
 from tessera.evaluation.chunking.peers import PEERS, Peer, splitter
+from tessera.golden.metrics import TokenGrid
 from tessera.search.fusion import split
+from tessera.store.embedding_cache import EmbeddingCache, embed_with_cache
 
 MODEL_MAX_TOKENS = 256
 

@@ -17,7 +17,6 @@ from tessera.chunking.tokens import TokenCounter, load_counter
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
-from tessera.embedding.cache import EmbeddingCache, embed_with_cache
 from tessera.embedding.model_files import model_dir
 from tessera.errors import ConfigError, PublishError
 from tessera.search.fusion import split
@@ -25,6 +24,7 @@ from tessera.sources.base import SourceConnector
 from tessera.sources.registry import connector_for
 from tessera.store.blobs import BlobStore
 from tessera.store.db import connect
+from tessera.store.embedding_cache import EmbeddingCache, embed_with_cache
 from tessera.store.index import TenantIndex
 from tessera.store.probe import require_conditional_put
 
@@ -52,7 +52,8 @@ class RunContext:
     def __post_init__(self) -> None:
         self.config.tenant(self.tenant)  # validates
         if self.connector is None:
-            self.connector = connector_for(self.config.tenant(self.tenant))
+            # the revision cache lives with the tenant's run workspaces (a purge removes both)
+            self.connector = connector_for(self.config.tenant(self.tenant), self.config.store.work_dir)
         if self.counter is None:
             self.counter = load_counter(model_dir(self.config.embedding))
         limit = self.embedder.identity.max_seq_length

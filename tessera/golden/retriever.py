@@ -1,5 +1,6 @@
-"""The in-memory retriever of the quality gate (``tessera.quality``): dense and hybrid top-k
-over one chunk collection, without a LanceDB chunk table.
+"""The in-memory retriever of the quality gate (``tessera.pipeline.gate``): dense and hybrid top-k
+over one chunk collection (:class:`EvalChunk`: a chunk as a reference-span scorer sees it),
+without a LanceDB chunk table; and :func:`code_points`, byte offsets to code points.
 
 ``tessera eval chunking`` no longer uses it: it searches a real tenant table through the
 product's ranking (:mod:`tessera.evaluation.chunking.collection`). Here exact score ties go
@@ -10,14 +11,47 @@ hybrid fuses :func:`tessera.search.query.fusion_depth` candidates per list, as s
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tessera.errors import EvaluationError
-from tessera.evaluation.chunking.collection import EvalChunk
+from tessera.golden.metrics import Span
 from tessera.search.fusion import SentenceVectors, candidate_depth, fuse
+from tessera.types import sha256_hex
+
+
+@dataclass(frozen=True)
+class EvalChunk:
+    span: Span
+    embedding_text: str
+    tokens: int
+    probes: tuple[str, ...] = ()
+    """Sentence probe texts (``tessera.chunking.probes``) when the profile embeds them."""
+    text: str = ""
+    """The chunk text (what a hit returns; duplicates fold on it); ``embedding_text`` if empty."""
+    chunk_id: str = ""
+    """The product's chunk id; empty: a sha256 of the span (peers)."""
+    kind: str = "text"
+
+    @property
+    def key(self) -> str:
+        return self.chunk_id or sha256_hex(f"{self.span.corpus}\0{self.span.start}\0{self.span.end}")
+
+
+def code_points(raw: bytes) -> Callable[[int], int]:
+    """Map a byte offset of UTF-8 ``raw`` to the code point offset of the decoded text."""
+    starts = np.cumsum([0] + [len(ch.encode("utf-8")) for ch in raw.decode("utf-8")])
+
+    def at(byte: int) -> int:
+        i = int(np.searchsorted(starts, byte))
+        if i >= len(starts) or starts[i] != byte:
+            raise EvaluationError(f"byte offset {byte} is inside a character")
+        return i
+
+    return at
 
 
 class Retriever:

@@ -21,13 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from tessera.config_chunking import QualityGateConfig
+from tessera.config_quality import QualityGateConfig
 from tessera.embedding.base import Embedder
 from tessera.errors import EvaluationError
-from tessera.evaluation.chunking.corpus import Question, read_questions
-from tessera.evaluation.chunking.harness import EvalChunk, Retriever, code_points
-from tessera.evaluation.chunking.metrics import Span, score
-from tessera.run_context import RunContext
+from tessera.golden.metrics import Span, score
+from tessera.golden.questions import Question, read_questions
+from tessera.golden.retriever import EvalChunk, Retriever, code_points
+from tessera.pipeline.context import RunContext
+from tessera.pipeline.staging import VECTORS, read_vectors
 from tessera.search.fusion import SentenceVectors
 from tessera.store.index import document_revisions
 from tessera.types import Chunk
@@ -137,7 +138,7 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
     live = _live_rows(table) if table is not None else []
     live_rev = {r["doc_id"]: r["revision"] for r in live}
 
-    vectors = np.load(rc.workspace / "vectors.npy")
+    vectors = read_vectors(rc.workspace / VECTORS)
     staged_sentences = rc.staged_sentences(len(staged)) or [None] * len(staged)
     keep = [r for r in live if r["doc_id"] not in scope]
     cand_chunks = [mapper.chunk(r) for r in keep] + [

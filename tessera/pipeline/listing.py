@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
-from tessera.run_context import RunContext
+from tessera.pipeline.context import RunContext
 from tessera.serde import doc_to_json
 from tessera.sources.base import Listing, Verdict
 from tessera.sources.policy import POLICY_FILE

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tessera.embedding.base import Embedder
-from tessera.quality import cutover_gate
-from tessera.run_context import RunContext
+from tessera.pipeline.context import RunContext
+from tessera.pipeline.gate import cutover_gate
 from tessera.store.active import ActivePointer
 from tessera.store.db import chunks_table_name, open_table
 from tessera.store.index import document_revisions

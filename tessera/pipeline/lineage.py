@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tessera.lineage_html import provenance_sample, write_report
-from tessera.run_context import RunContext
+from tessera.pipeline.context import RunContext
 
 
 def lineage_step(rc: RunContext) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The chunking profile (``chunking:``) and a tenant's quality gate (``tenants.T.quality``).
+"""The chunking profile (``chunking:``), validated against the chunker registry when built.
 
 The profile names one strategy from the chunker registry plus its budget. ``as_dict`` is
 hashed into every chunk id, so two profiles that chunk differently never share ids.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from tessera.chunking.registry import available_chunkers
 from tessera.config_values import boolean, check_keys, choice, integer, mapping, number, string
 from tessera.errors import ConfigError
 
@@ -121,21 +121,6 @@ class ChunkingConfig:
         return out
 
 
-@dataclass(frozen=True)
-class QualityGateConfig:
-    """A tenant's golden questions and how much recall@k a new version may lose.
-
-    ``questions`` is a CSV with ``question,references,corpus_id`` (the Chroma evaluation
-    format): ``references`` is a JSON list of ``{content, start_index, end_index}``, code
-    point offsets into the source document whose doc id is ``corpus_id``.
-    """
-
-    questions: Path
-    k: int = 5
-    max_recall_drop: float = 0.05
-    mode: str = "hybrid"
-
-
 def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingConfig:
     profile_keys = {"strategy", "max_tokens", "target_tokens", "overlap_tokens", "sentence_vectors"}
     check_keys(data, key, profile_keys | {"semantic", "dedup", "adaptive"})
@@ -143,8 +128,6 @@ def parse_chunking(data: Mapping[str, Any], key: str = "chunking") -> ChunkingCo
     target = integer(data, "target_tokens", key, min(ChunkingConfig.target_tokens, max_tokens), 8, max_tokens)
     overlap = integer(data, "overlap_tokens", key, ChunkingConfig.overlap_tokens, 0, target - 1)
     strategy = string(data, "strategy", key, ChunkingConfig.strategy)
-    from tessera.chunking.registry import available_chunkers  # local: avoid an import cycle
-
     if strategy not in available_chunkers():
         raise ConfigError(f"{key}.strategy", f"unknown strategy {strategy!r}; known: {available_chunkers()}")
     sem = mapping(data.get("semantic"), f"{key}.semantic")
@@ -184,18 +167,4 @@ def parse_adaptive(data: Mapping[str, Any], key: str, max_tokens: int) -> Adapti
         long_overlap_tokens=integer(
             data, "long_overlap_tokens", key, min(d.long_overlap_tokens, long_target - 1), 0, long_target - 1
         ),
-    )
-
-
-def parse_quality(data: object, key: str, base: Path) -> QualityGateConfig | None:
-    if data is None:
-        return None
-    m = mapping(data, key)
-    check_keys(m, key, {"questions", "k", "max_recall_drop", "mode"})
-    path = Path(string(m, "questions", key))
-    return QualityGateConfig(
-        questions=path if path.is_absolute() else (base / path).resolve(),
-        k=integer(m, "k", key, 5, 1, 100),
-        max_recall_drop=number(m, "max_recall_drop", key, 0.05, 0.0, 1.0),
-        mode=choice(m, "mode", key, "hybrid", ("dense", "hybrid")),
     )

@@ -1,0 +1,164 @@
+"""Parallel steps: the same tenant run with 1 worker (inline) and with N worker processes
+(and on a local Ray cluster with ``--ray``), each in its own process, step by step; plus the
+pipeline's throughput without the model against the real model's CPU embedding rate.
+
+One tenant of ``--docs`` generated Markdown documents (the corpus of
+:mod:`bench.incremental_cost`), folder source, hash embedder. Reported per executor: seconds
+per step (list, parse, chunk, embed, publish), the whole run, chunks per second, peak RSS,
+and the speed-up of parse + chunk and of the whole run against 1 worker. The model's rate is
+measured in the same run on a sample of the same chunk texts (``--model-texts``).
+
+    python -m bench.parallel_scaling --docs 2000     # writes bench/results/parallel_scaling.json
+
+Targets (issue 17): a 2-worker run >= 1.7x a 1-worker run on 2 cores; pipeline throughput
+without the model >= 10x the model's CPU embedding rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.common import peak_rss_mb, write_result
+from bench.incremental_cost import TENANT, make_project
+
+STEPS = ("listing", "parse", "chunk", "embed", "publish")
+
+
+def _configure(root: Path, execution: dict[str, Any]) -> None:
+    path = root / "tessera.yaml"
+    data = yaml.safe_load(path.read_text("utf-8"))
+    data["execution"] = execution
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+
+def phase(root: Path) -> dict[str, Any]:
+    from tessera.config import load_config
+    from tessera.embedding.fake import HashEmbedder
+    from tessera.pipeline.listing import list_step
+    from tessera.pipeline.run import RunContext, chunk_step, embed_step, parse_step, publish_step
+
+    rc = RunContext(load_config(root / "tessera.yaml"), TENANT, f"bench-{time.time_ns()}", HashEmbedder())
+    seconds: dict[str, float] = {}
+    out: dict[str, Any] = {}
+    t_all = time.perf_counter()
+    for name, step in zip(STEPS, (list_step, parse_step, chunk_step, embed_step, publish_step), strict=True):
+        t0 = time.perf_counter()
+        out[name] = step(rc)
+        seconds[name] = round(time.perf_counter() - t0, 3)
+    total = time.perf_counter() - t_all
+    if rc.config.execution.executor == "ray":
+        import ray
+
+        ray.shutdown()
+    return {
+        "seconds": seconds,
+        "total": round(total, 3),
+        "chunks": out["chunk"]["chunks"],
+        "chunks_per_second": round(out["chunk"]["chunks"] / total, 1),
+        "executor": out["parse"]["executor"],
+        "workers": out["parse"]["workers"],
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "worker_peak_rss_mb": max(out[s].get("worker_peak_rss_mb", 0.0) for s in ("parse", "chunk")),
+    }
+
+
+def model_rate(root: Path, texts: int) -> dict[str, Any]:
+    """Texts per second of the real model (CPU) on staged chunk texts of this corpus."""
+    from tessera.config import load_config
+    from tessera.embedding.sentence import SentenceTransformerEmbedder
+    from tessera.store.db import connect, list_tables
+
+    cfg = load_config(root / "tessera.yaml")
+    db = connect(cfg.store.uri)
+    name = next(n for n in list_tables(db) if n.startswith("chunks__"))
+    sample = db.open_table(name).search().select(["embedding_text"]).limit(texts).to_arrow()
+    batch = [str(t) for t in sample.column("embedding_text").to_pylist()]
+    model = SentenceTransformerEmbedder(cfg.embedding)
+    model.embed_documents(batch[:32])  # warm-up
+    t0 = time.perf_counter()
+    model.embed_documents(batch)
+    seconds = time.perf_counter() - t0
+    return {
+        "texts": len(batch),
+        "seconds": round(seconds, 3),
+        "texts_per_second": round(len(batch) / seconds, 1),
+    }
+
+
+def _run(root: Path, execution: dict[str, Any]) -> dict[str, Any]:
+    _configure(root, execution)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.parallel_scaling", "--phase", "--root", str(root)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+    )
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--docs", type=int, default=2000)
+    p.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    p.add_argument("--ray", action="store_true", help="also run on a local Ray cluster")
+    p.add_argument("--model-texts", type=int, default=256)
+    p.add_argument("--phase", action="store_true")
+    p.add_argument("--root")
+    args = p.parse_args()
+    if args.phase:
+        print(json.dumps(phase(Path(args.root))))
+        return 0
+    base = Path(tempfile.mkdtemp(prefix="tessera-par-"))
+    runs: dict[str, dict[str, Any]] = {}
+    plans = {
+        "inline": {"executor": "inline"},
+        f"process_{args.workers}": {"executor": "process", "workers": args.workers, "min_documents": 0},
+    }
+    if args.ray:
+        plans[f"ray_{args.workers}"] = {"executor": "ray", "workers": args.workers, "min_documents": 0}
+    for label, execution in plans.items():
+        root = base / label
+        make_project(root, args.docs)
+        runs[label] = _run(root, execution)
+        print(label, runs[label], flush=True)
+    one = runs["inline"]
+    speedups = {
+        label: {
+            "parse_chunk": round(
+                (one["seconds"]["parse"] + one["seconds"]["chunk"])
+                / (r["seconds"]["parse"] + r["seconds"]["chunk"]),
+                2,
+            ),
+            "total": round(one["total"] / r["total"], 2),
+        }
+        for label, r in runs.items()
+        if label != "inline"
+    }
+    model = model_rate(base / "inline", args.model_texts)
+    best = max(r["chunks_per_second"] for r in runs.values())
+    result = {
+        "documents": args.docs,
+        "runs": runs,
+        "speedup_vs_1_worker": speedups,
+        "model_cpu": model,
+        "pipeline_vs_model": round(best / model["texts_per_second"], 2),
+        "targets": {"speedup_2_workers_total": 1.7, "pipeline_vs_model": 10.0},
+    }
+    print(write_result("parallel_scaling", result))
+    print(json.dumps({"speedups": speedups, "pipeline_vs_model": result["pipeline_vs_model"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""How a tenant's parse and chunk steps run (``execution:``): in the step's own process, in a
+local process pool, or on a Ray cluster. Every executor runs the same step code on the same
+batches and returns results in input order, so the staged rows are identical whichever runs
+them; the tenant still publishes in one commit, from the step's process."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tessera.config_values import check_keys, choice, integer, mapping, string
+
+EXECUTORS = ("inline", "process", "ray")
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    """``workers``: processes (or Ray tasks in flight); 0 means one per CPU core.
+    ``min_documents``: below this many documents a step runs inline (a worker start costs
+    more than it saves). ``batch_documents``: documents per task. ``ray_address``: an existing
+    cluster (``ray://host:10001`` or ``auto``); empty starts a local one."""
+
+    executor: str = "process"
+    workers: int = 0
+    min_documents: int = 200
+    batch_documents: int = 16
+    ray_address: str = ""
+
+
+def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> ExecutionConfig:
+    m = mapping(data, key)
+    check_keys(m, key, {"executor", "workers", "min_documents", "batch_documents", "ray_address"})
+    d = ExecutionConfig()
+    return ExecutionConfig(
+        executor=choice(m, "executor", key, d.executor, EXECUTORS),
+        workers=integer(m, "workers", key, d.workers, 0, 1024),
+        min_documents=integer(m, "min_documents", key, d.min_documents, 0, 10**9),
+        batch_documents=integer(m, "batch_documents", key, d.batch_documents, 1, 100_000),
+        ray_address=string(m, "ray_address", key, d.ray_address),
+    )

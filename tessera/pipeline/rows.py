@@ -1,0 +1,88 @@
+"""The staged chunks and vectors as publishable rows, built one staged batch at a time.
+
+:meth:`StagedRows.check` streams every row through the row checks (ids unique across the
+whole run, the tenant, an ACL on every row, the vector type) and the offset check on a
+sample, and counts the chunks per document for the deletion guard; :meth:`StagedRows.reader`
+streams the rows of the publish scope into the commit. Neither holds more than one batch of
+rows (plus one small integer per chunk id for the uniqueness check).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tessera.errors import PublishError
+from tessera.pipeline.checks import check_offsets, check_rows
+from tessera.pipeline.context import RunContext
+from tessera.pipeline.staging import CHUNKS, VECTORS, chunks_of, read_batches, read_vectors, staged_rows
+from tessera.store.index import StreamedRows
+from tessera.store.schema import build_rows, chunk_schema
+from tessera.types import SourceDocument
+
+OFFSET_SAMPLE = 50
+_OFFSET_COLUMNS = ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages", "content_type"]
+
+
+class StagedRows:
+    def __init__(self, rc: RunContext, docs: dict[str, SourceDocument]) -> None:
+        self.rc, self.docs = rc, docs
+        self.path = rc.workspace / CHUNKS
+        self.rows = staged_rows(self.path)
+        self.vectors = read_vectors(rc.workspace / VECTORS)
+        if len(self.vectors) != self.rows:
+            raise PublishError(f"{len(self.vectors)} staged vectors for {self.rows} staged chunks")
+        self.sentences = rc.staged_sentences(self.rows)
+        self.per_document: Counter[str] = Counter()
+
+    def batches(self, scope: set[str] | None = None) -> Iterator[pa.Table]:
+        """Rows of ``chunk_schema``, one staged batch at a time; only ``scope``'s when given."""
+        ident = self.rc.embedder.identity
+        wanted = None if scope is None else pa.array(sorted(scope), pa.string())
+        start = 0
+        for batch in read_batches(self.path):
+            chunks, dedup = chunks_of(batch)
+            end = start + len(chunks)
+            sentences: list[Any] | None = None if self.sentences is None else self.sentences[start:end]
+            vectors = self.vectors[start:end]
+            rows = build_rows(
+                chunks, self.docs, vectors, ident.key, self.rc.run_id, ident.dimension, dedup, sentences
+            )
+            start = end
+            yield rows if wanted is None else rows.filter(pc.is_in(rows.column("doc_id"), value_set=wanted))
+
+    def check(self) -> list[str]:
+        """Problems of the staged rows (empty: publishable); fills :attr:`per_document`."""
+        problems: list[str] = []
+        seen: set[int] = set()
+        repeated = 0
+        sampled = 0
+        dimension = self.rc.embedder.identity.dimension
+        for rows in self.batches():
+            problems += check_rows(rows, self.rc.tenant, dimension)
+            ids = {int(i[:16], 16) for i in rows.column("id").to_pylist()}
+            repeated += len(ids & seen)
+            seen |= ids
+            self.per_document.update(rows.column("doc_id").to_pylist())
+            if sampled < OFFSET_SAMPLE:
+                sample = rows.select(_OFFSET_COLUMNS).slice(0, OFFSET_SAMPLE - sampled).to_pylist()
+                problems += check_offsets(sample, self.rc.blobs)
+                sampled += len(sample)
+        if repeated:
+            problems.append(f"{repeated} chunk ids staged in more than one batch")
+        return problems
+
+    def reader(self, scope: set[str]) -> StreamedRows:
+        """The rows of ``scope`` as a stream for one commit (call :meth:`check` first)."""
+        schema = chunk_schema(self.rc.embedder.identity.dimension)
+
+        def open_reader() -> pa.RecordBatchReader:
+            batches = (b for rows in self.batches(scope) for b in rows.cast(schema).to_batches())
+            return pa.RecordBatchReader.from_batches(schema, batches)
+
+        count = sum(n for d, n in self.per_document.items() if d in scope)
+        return StreamedRows(open_reader, count, frozenset(d for d in self.per_document if d in scope))

@@ -1,0 +1,56 @@
+"""One tenant run as plain Python: list -> plan -> parse -> chunk -> embed -> stage/check -> publish.
+
+Each step reads and writes a run workspace (``{work_dir}/{tenant}/{run_id}``) and returns a
+small JSON-able summary, so Dagster assets pass manifests, never payloads. ``run_tenant``
+chains the steps for the CLI and the tests. The steps live in :mod:`tessera.pipeline.steps`
+(parse, chunk, embed) and :mod:`tessera.pipeline.publish` (gate, publish, verify).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tessera.errors import StalePlanError
+from tessera.pipeline.context import RunContext as RunContext
+from tessera.pipeline.cutover import cutover_step
+from tessera.pipeline.listing import list_step as list_step
+from tessera.pipeline.publish import candidate_scope as candidate_scope
+from tessera.pipeline.publish import gate_step as gate_step
+from tessera.pipeline.publish import publish_step as publish_step
+from tessera.pipeline.publish import verify_step as verify_step
+from tessera.pipeline.steps import chunk_step as chunk_step
+from tessera.pipeline.steps import embed_step as embed_step
+from tessera.pipeline.steps import parse_step as parse_step
+
+log = logging.getLogger(__name__)
+PLAN_ATTEMPTS = 3
+
+
+def run_tenant(rc: RunContext) -> dict[str, Any]:
+    """All steps in order; the first failure stops the run before anything is published.
+
+    A publish refused because another writer changed the live index after this run planned
+    (:class:`StalePlanError`) lists and plans again, up to ``PLAN_ATTEMPTS`` times.
+
+    Last, the tenant's active model moves to this run's model when it is verified and complete
+    (the first build, or the end of a backfill after a model change)."""
+    for attempt in range(1, PLAN_ATTEMPTS + 1):
+        out = {
+            "listing": list_step(rc),
+            "parse": parse_step(rc),
+            "chunk": chunk_step(rc),
+            "embed": embed_step(rc),
+        }
+        try:
+            out["publish"] = publish_step(rc)
+            break
+        except StalePlanError:
+            if attempt == PLAN_ATTEMPTS:
+                raise
+            log.warning(
+                "tenant %s: the live index changed while run %s planned; re-planning", rc.tenant, rc.run_id
+            )
+            (rc.workspace / "quality_gate.json").unlink(missing_ok=True)
+    out["cutover"] = cutover_step(rc, verify_step(rc)[0], rc.serving)
+    return out

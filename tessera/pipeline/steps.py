@@ -1,0 +1,218 @@
+"""The parse, chunk and embed steps of a tenant run (see :mod:`tessera.pipeline.run`).
+
+Parse and chunk fan out to the configured executor (:mod:`tessera.pipeline.executors`);
+every payload is staged in the run workspace in the formats of :mod:`tessera.pipeline.staging`,
+batch by batch, and each step returns a small JSON-able summary.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, replace
+from typing import Any
+
+import numpy as np
+
+from tessera.chunking.dedup import Entry, dedupe
+from tessera.chunking.probes import sentence_probes
+from tessera.embedding.batching import EmbedStats
+from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
+from tessera.pipeline.executors import InlineExecutor, batches, executor_for
+from tessera.pipeline.staging import (
+    CHUNKS,
+    PARSED,
+    VECTORS,
+    ChunkWriter,
+    VectorWriter,
+    chunk_batch,
+    chunks_of,
+    read_batches,
+    read_chunks,
+    staged_rows,
+)
+from tessera.pipeline.work import (
+    ChunkOutcome,
+    ChunkTask,
+    ParseOutcome,
+    ParseTask,
+    chunk_documents,
+    parse_documents,
+)
+from tessera.serde import doc_from_json
+from tessera.store.schema import band_candidates
+from tessera.types import Chunk, SourceDocument
+
+log = logging.getLogger(__name__)
+
+
+def listed_documents(rc: RunContext) -> tuple[dict[str, Any], dict[str, SourceDocument]]:
+    data = rc.read("listing.json")
+    return data, {d["doc_id"]: doc_from_json(d) for d in data["documents"]}
+
+
+def parse_step(rc: RunContext) -> dict[str, Any]:
+    """Parse changed documents; a failing document is quarantined (its old rows stay).
+
+    The report keeps, per document, its warnings and its trust counts (hidden content the
+    parser dropped, how much of it read like instructions, hidden ranges it kept). Text
+    documents made of binary bytes are quarantined as ``invalid_content`` before parsing.
+    Documents are parsed in batches by the configured executor (``execution:``)."""
+    data, docs = listed_documents(rc)
+    todo = [docs[doc_id] for doc_id in data["to_parse"]]
+    ex = executor_for(rc.config.execution, len(todo))
+    tasks = [
+        ParseTask(rc.config.store.uri, rc.tenant, rc.workspace / PARSED, tuple(b))
+        for b in batches(todo, rc.config.execution.batch_documents)
+    ]
+    (rc.workspace / PARSED).mkdir(parents=True, exist_ok=True)
+    outcomes: list[ParseOutcome] = []
+    worker_rss = 0.0
+    for batch in ex.map(parse_documents, tasks):
+        outcomes.extend(batch.outcomes)
+        worker_rss = max(worker_rss, batch.peak_rss_mb)
+    parsed = [o.doc_id for o in outcomes if o.quarantine is None]
+    quarantined = [asdict(o.quarantine) for o in outcomes if o.quarantine is not None]
+    warnings = {o.doc_id: list(o.warnings) for o in outcomes if o.quarantine is None and o.warnings}
+    counts = ("hidden_dropped", "instructions_dropped", "hidden_kept")
+    trust = {o.doc_id: dict(zip(counts, o.trust, strict=True)) for o in outcomes if any(o.trust)}
+    report = {"parsed": parsed, "quarantined": quarantined, "warnings": warnings, "trust": trust}
+    rc.write("parse_report.json", report)
+    return {
+        "parsed": len(parsed),
+        "quarantined": len(quarantined),
+        "warnings": sum(map(len, warnings.values())),
+        **{k: sum(c[k] for c in trust.values()) for k in counts},
+        "executor": ex.name,
+        "workers": ex.workers,
+        "worker_peak_rss_mb": round(worker_rss, 1),
+    }
+
+
+def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator[ChunkOutcome], str]:
+    """Chunks of the parsed documents, batch by batch, by the configured executor; the semantic
+    strategy embeds while it chunks and stays in this process, with the run's embedder."""
+    ctx = rc.chunk_context
+    semantic = rc.config.chunking.strategy == "semantic"
+    ex = InlineExecutor() if semantic else executor_for(rc.config.execution, len(docs))
+    portable = ctx if ex.name == "inline" else replace(ctx, embed=None)
+    tasks = [
+        ChunkTask(rc.workspace / PARSED, tuple(b), portable)
+        for b in batches(docs, rc.config.execution.batch_documents)
+    ]
+    return ex.map(chunk_documents, tasks), ex.name
+
+
+def chunk_step(rc: RunContext) -> dict[str, Any]:
+    """Chunk the parsed documents, then mark duplicates against the run and the live rows.
+
+    Chunks are staged batch by batch (``chunks.parquet``); only what dedup compares (id,
+    document, position, text) is held for the whole run, then the marks are applied in a
+    second streamed pass."""
+    data, docs = listed_documents(rc)
+    report = rc.read("parse_report.json")
+    outcomes, executor = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
+    unmarked = rc.workspace / f".unmarked.{CHUNKS}"
+    entries: list[Entry] = []
+    quarantined: list[dict[str, str]] = []
+    stats = rc.chunk_context.stats
+    worker_rss = 0.0
+    with ChunkWriter(unmarked) as w:
+        for out in outcomes:
+            w.write(chunk_batch(out.chunks, [("", ())] * len(out.chunks)))
+            entries.extend(Entry(c.id, c.doc_id, c.position, c.text) for c in out.chunks)
+            quarantined.extend(asdict(q) for q in out.quarantined)
+            for name in ("sentences_embedded", "embed_tokens", "text_tokens", "indexed_tokens"):
+                setattr(stats, name, getattr(stats, name) + getattr(out.stats, name))
+            worker_rss = max(worker_rss, out.peak_rss_mb)
+    dd = rc.config.chunking.dedup
+    replaced = (set(report["parsed"]) - {q["doc_id"] for q in quarantined}) | set(data["removed"])
+
+    def live(keys: set[str]) -> list[Entry]:  # rows of other documents sharing a band key
+        rows = band_candidates(rc.index.table(), keys, replaced)
+        return [
+            Entry(r["id"], r["doc_id"], r["position"], r["text"] or "", True, r["dup_group"]) for r in rows
+        ]
+
+    dups = dedupe(entries, dd, live)
+    with_chunks = {e.doc_id for e in entries}
+    del entries
+    mark = ("near_duplicate", "linked_duplicate") if dd.near_duplicates == "drop" else ("near_duplicate",)
+    flags: Counter[str] = Counter()
+    tokens = {"n": 0, "sum": 0, "max": 0}
+    with ChunkWriter(rc.workspace / CHUNKS) as w:
+        for batch in read_batches(unmarked):
+            marked, dedup = [], []
+            for c in chunks_of(batch)[0]:
+                dup = dups.outcomes[c.id]
+                if dup.near_duplicate:
+                    c = replace(c, flags=tuple(dict.fromkeys(c.flags + mark)))
+                marked.append(c)
+                dedup.append((dup.group, dup.bands))
+                flags.update(f.split(":", 1)[0] for f in c.flags)  # "rows:3-9", "part:2/5" count by name
+                tokens["n"], tokens["sum"] = tokens["n"] + 1, tokens["sum"] + c.token_count
+                tokens["max"] = max(tokens["max"], c.token_count)
+            w.write(chunk_batch(marked, dedup))
+    unmarked.unlink()
+    # never silent: a document that yields no chunk is named (and counts as lost for the deletion guard)
+    empty = sorted(set(report["parsed"]) - {q["doc_id"] for q in quarantined} - with_chunks)
+    for doc_id in empty:
+        log.warning(
+            "%s/%s yielded no chunks (%s)", rc.tenant, doc_id, "; ".join(report["warnings"].get(doc_id, []))
+        )
+    rc.write("chunk_report.json", {"quarantined": quarantined, "empty": empty})
+    return {
+        "chunks": tokens["n"],
+        "quarantined": len(quarantined),
+        "empty_documents": len(empty),
+        "max_tokens": tokens["max"],
+        "mean_tokens": round(tokens["sum"] / tokens["n"], 1) if tokens["n"] else 0.0,
+        "flags": dict(flags),
+        "exact_duplicates": dups.exact_duplicates,
+        "near_duplicates": dups.near_duplicates,
+        "dedup_live_candidates": dups.live_candidates,
+        "strategy": rc.config.chunking.strategy,
+        "executor": executor,
+        "worker_peak_rss_mb": round(worker_rss, 1),
+        "config_hash": rc.chunk_context.config_hash[:16],
+        **stats.as_dict(),  # inflation from overlap; the semantic chunker's embedding cost
+    }
+
+
+def staged_chunks(rc: RunContext) -> list[Chunk]:
+    return read_chunks(rc.workspace / CHUNKS)
+
+
+def embed_step(rc: RunContext) -> dict[str, Any]:
+    """Vectors for every staged chunk, and with ``sentence_vectors`` for every sentence probe
+    (``tessera.chunking.probes``): cache hits reused, misses embedded in retried batches.
+    Texts are read and vectors written one staged batch at a time (``vectors.npy``)."""
+    path = rc.workspace / CHUNKS
+    writer = VectorWriter(rc.workspace / VECTORS, staged_rows(path), rc.embedder.identity.dimension)
+    total = EmbedStats()
+    for batch in read_batches(path, ["embedding_text"]):
+        vectors, stats = rc.embed_cached([str(t) for t in batch.column(0).to_pylist()])
+        writer.write(vectors)
+        for key in ("texts", "unique", "cache_hits", "embedded", "batches", "retries", "seconds"):
+            setattr(total, key, getattr(total, key) + getattr(stats, key))
+    writer.close()
+    summary: dict[str, Any] = asdict(total)
+    summary.pop("failures")
+    summary["seconds"] = round(total.seconds, 3)
+    summary["model_version"] = rc.embedder.identity.key
+    if rc.config.chunking.sentence_vectors:
+        chunks = staged_chunks(rc)
+        probes = [sentence_probes(c.text, c.embedding_text, c.kind) for c in chunks]
+        flat, sstats = rc.embed_cached([p for ps in probes for p in ps])
+        np.save(rc.workspace / SENTENCE_VECTORS, flat)
+        np.save(rc.workspace / SENTENCE_COUNTS, np.asarray([len(p) for p in probes], np.int64))
+        summary["sentences"] = {
+            key: getattr(sstats, key)
+            for key in ("texts", "unique", "cache_hits", "embedded", "batches", "retries")
+        }
+        summary["sentences"]["seconds"] = round(sstats.seconds, 3)
+    else:  # a re-executed step of a run whose profile had them: publish none
+        for name in (SENTENCE_VECTORS, SENTENCE_COUNTS):
+            (rc.workspace / name).unlink(missing_ok=True)
+    return summary

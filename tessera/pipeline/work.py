@@ -1,0 +1,131 @@
+"""The per-document work of the parse and chunk steps, as picklable tasks for any executor.
+
+A task names its documents and where to read and write; the worker reads the raw bytes from
+the run's blob store, writes each parsed document into the workspace's ``parsed/`` folder
+itself, and returns only small typed outcomes (and, for chunking, the chunks), in input
+order. The same functions run inline, in a process pool or as Ray tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from tessera.chunking.base import ChunkContext, ChunkStats
+from tessera.chunking.registry import chunker_for
+from tessera.errors import ChunkingError, DocumentError
+from tessera.parsing.dispatch import parse_document
+from tessera.parsing.validity import check_text_bytes
+from tessera.serde import parsed_from_json, parsed_to_json
+from tessera.store.blobs import BlobStore
+from tessera.types import Chunk, SourceDocument
+
+
+def parsed_file(doc_id: str) -> str:
+    """The staged parse of one document: ``parsed/<sha256(doc_id)[:32]>.json``."""
+    return hashlib.sha256(doc_id.encode()).hexdigest()[:32] + ".json"
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    doc_id: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ParseTask:
+    store_uri: str
+    tenant: str
+    parsed_dir: Path
+    docs: tuple[SourceDocument, ...]
+
+
+@dataclass(frozen=True)
+class ParseOutcome:
+    """One document's parse: quarantined, or parsed with its warnings and trust counts
+    (hidden content dropped, instruction-like hidden content dropped, hidden ranges kept)."""
+
+    doc_id: str
+    quarantine: Quarantine | None = None
+    warnings: tuple[str, ...] = ()
+    trust: tuple[int, int, int] = (0, 0, 0)
+
+
+@lru_cache(maxsize=4)
+def _blobs(uri: str) -> BlobStore:
+    return BlobStore(uri)
+
+
+def _parse_one(task: ParseTask, doc: SourceDocument) -> ParseOutcome:
+    try:
+        raw = _blobs(task.store_uri).get(task.tenant, doc.revision)
+        if doc.content_type.startswith("text/"):
+            check_text_bytes(doc.doc_id, raw)
+        result = parse_document(doc, raw)
+    except DocumentError as e:
+        return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, e.reason, str(e)))
+    except Exception as e:  # a parser bug quarantines the document, it never deletes it
+        return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, "parser_crash", repr(e)))
+    out = task.parsed_dir / parsed_file(doc.doc_id)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(parsed_to_json(result)), encoding="utf-8")
+    tmp.replace(out)
+    warnings = result.warnings
+    if not result.text.strip() and not any(w.startswith("no_text") for w in warnings):
+        warnings = (*warnings, "no_text: the document yielded no text")
+    t = result.trust
+    return ParseOutcome(
+        doc.doc_id, None, warnings, (t.hidden_dropped, t.instructions_dropped, len(t.hidden_spans))
+    )
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of the process doing the work (a worker, or the step's own)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+@dataclass(frozen=True)
+class ParseBatch:
+    outcomes: tuple[ParseOutcome, ...]
+    peak_rss_mb: float
+
+
+def parse_documents(task: ParseTask) -> ParseBatch:
+    task.parsed_dir.mkdir(parents=True, exist_ok=True)
+    outcomes = tuple(_parse_one(task, doc) for doc in task.docs)
+    return ParseBatch(outcomes, peak_rss_mb())
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    parsed_dir: Path
+    docs: tuple[SourceDocument, ...]
+    context: ChunkContext
+    """Without its ``embed`` hook (the semantic strategy embeds while chunking and runs inline)."""
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    chunks: tuple[Chunk, ...]
+    quarantined: tuple[Quarantine, ...]
+    stats: ChunkStats = field(default_factory=ChunkStats)
+    peak_rss_mb: float = 0.0
+
+
+def chunk_documents(task: ChunkTask) -> ChunkOutcome:
+    """Chunk the task's parsed documents; a chunking error quarantines its document."""
+    ctx = replace(task.context, stats=ChunkStats())
+    chunks: list[Chunk] = []
+    quarantined: list[Quarantine] = []
+    for doc in task.docs:
+        parsed = parsed_from_json(json.loads((task.parsed_dir / parsed_file(doc.doc_id)).read_text("utf-8")))
+        try:
+            chunks.extend(chunker_for(doc.content_type, ctx.config.strategy).chunk(doc, parsed, ctx))
+        except ChunkingError as e:  # the document is quarantined; its published chunks stay
+            quarantined.append(Quarantine(doc.doc_id, "chunking_error", str(e)))
+    return ChunkOutcome(tuple(chunks), tuple(quarantined), ctx.stats, peak_rss_mb())

@@ -1,0 +1,89 @@
+"""Parse and chunk through every executor: the same staged rows (ids, texts, offsets,
+vectors) whichever runs them, work really done in other processes, and a failing document
+quarantined the same way inside a worker."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from tessera.config_execution import ExecutionConfig, parse_execution
+from tessera.errors import ConfigError
+from tessera.pipeline.executors import InlineExecutor, ProcessExecutor, batches, executor_for
+from tests.conftest import Workspace
+
+CODE = "def main():\n    return 42\n\n\nclass Runner:\n    def go(self):\n        return main()\n"
+DOCS: dict[str, str | bytes] = {
+    **{
+        f"guide/{i:02d}.md": f"# Guide {i}\n\n## Setup\n\nStep {i} installs the agent on host {i}.\n\n"
+        + f"Paragraph of prose about topic {i}. " * 30
+        + f"\n\n| key | value |\n|---|---|\n| a | {i} |\n"
+        for i in range(24)
+    },
+    "code/tool.py": CODE,
+    "broken.md": b"\x00\x01\x02binary\xff\xfe" * 50,  # quarantined as invalid_content in a worker too
+}
+COLUMNS = ("id", "doc_id", "text", "embedding_text", "byte_start", "byte_end", "flags", "dup_group", "vector")
+
+
+def _snapshot(ws: Workspace) -> list[tuple[Any, ...]]:
+    return [tuple(r[c] for c in COLUMNS) for r in ws.rows("acme")]
+
+
+def _pid(_x: int) -> int:
+    return os.getpid()
+
+
+def test_process_pool_runs_in_other_processes_in_order() -> None:
+    pids = list(ProcessExecutor(2).map(_pid, list(range(8))))
+    assert len(pids) == 8 and os.getpid() not in pids
+    assert list(ProcessExecutor(2).map(abs, [-3, 1, -2])) == [3, 1, 2]  # input order kept
+    assert batches(list(range(5)), 2) == [[0, 1], [2, 3], [4]]
+
+
+def test_small_steps_stay_inline_and_config_is_validated() -> None:
+    cfg = parse_execution({"executor": "process", "workers": 2, "min_documents": 10})
+    assert isinstance(executor_for(cfg, 9), InlineExecutor)
+    assert isinstance(executor_for(cfg, 10), ProcessExecutor)
+    assert executor_for(ExecutionConfig(executor="inline", min_documents=0), 10**6).name == "inline"
+    with pytest.raises(ConfigError, match=r"execution\.executor"):
+        parse_execution({"executor": "threads"})
+    with pytest.raises(ConfigError, match=r"execution\.workers"):
+        parse_execution({"workers": -1})
+    with pytest.raises(ConfigError, match=r"execution\.parallel"):
+        parse_execution({"parallel": True})
+
+
+def test_process_pool_stages_the_same_rows_as_inline(ws: Workspace) -> None:
+    ws.tenant("acme", DOCS)
+    first = ws.run("acme", "inline")
+    inline = _snapshot(ws)
+    assert len({r[1] for r in inline}) == 25  # every good document published, the binary one not
+
+    ws2 = Workspace(ws.root / "second")
+    ws2.tenant("acme", DOCS)
+    ws2.execution = {"executor": "process", "workers": 2, "min_documents": 0, "batch_documents": 5}
+    summary = ws2.run("acme", "pool")
+    assert _snapshot(ws2) == inline
+    assert summary["parse"]["executor"] == "process" and summary["parse"]["workers"] == 2
+    assert summary["chunk"]["executor"] == "process" and first["chunk"]["executor"] == "inline"
+    assert summary["parse"]["quarantined"] == first["parse"]["quarantined"] == 1
+    same = ("chunks", "flags", "exact_duplicates", "text_tokens", "indexed_tokens", "config_hash")
+    assert {k: summary["chunk"][k] for k in same} == {k: first["chunk"][k] for k in same}
+
+
+def _die(x: int) -> int:
+    if x == 2:
+        os._exit(3)  # a worker killed mid-task (out of memory, a native crash)
+    return x
+
+
+def test_a_dead_worker_fails_the_step_and_the_next_step_gets_a_fresh_pool() -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    ex = ProcessExecutor(2)
+    with pytest.raises(BrokenProcessPool):
+        list(ex.map(_die, [1, 2, 3]))
+    assert list(ex.map(_die, [1, 3, 4])) == [1, 3, 4]

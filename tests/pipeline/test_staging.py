@@ -1,0 +1,130 @@
+"""Staged artifacts: chunks survive the Parquet round trip exactly (any text, pages, flags),
+an artifact appears only when complete, and a run staged in many small batches publishes
+exactly the rows of a run staged in one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tessera.errors import PublishError
+from tessera.pipeline import staging
+from tessera.pipeline.staging import (
+    ChunkWriter,
+    VectorWriter,
+    chunk_batch,
+    chunks_of,
+    read_batches,
+    read_vectors,
+)
+from tessera.store.index import StreamedRows
+from tessera.types import Chunk, PageSpan
+from tests.conftest import Workspace
+from tests.pipeline.test_executors import COLUMNS, DOCS
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)  # U+2028, NUL, RTL marks...
+
+
+@st.composite
+def chunks(draw: Any) -> Chunk:
+    pages = draw(
+        st.lists(st.tuples(st.integers(1, 999), st.lists(st.floats(0, 1e4), min_size=4, max_size=4)))
+    )
+    return Chunk(
+        id=draw(st.text("0123456789abcdef", min_size=64, max_size=64)),
+        tenant="acme",
+        doc_id=draw(TEXT),
+        revision="r" * 64,
+        start=draw(st.integers(0, 10**9)),
+        end=draw(st.integers(0, 10**9)),
+        text=draw(TEXT),
+        embedding_text=draw(TEXT),
+        byte_start=draw(st.integers(-1, 10**9)),
+        byte_end=draw(st.integers(-1, 10**9)),
+        heading_path=tuple(draw(st.lists(TEXT, max_size=3))),
+        anchor=draw(TEXT),
+        position=draw(st.integers(0, 10**6)),
+        parent_id="",
+        prev_id="p",
+        next_id="",
+        token_count=draw(st.integers(0, 512)),
+        kind=draw(st.sampled_from(["text", "table", "code"])),
+        flags=tuple(
+            draw(st.lists(st.sampled_from(["hidden_text", "rows:3-9", "near_duplicate"]), max_size=3))
+        ),
+        chunking_config_hash="c",
+        chunker_version="v",
+        parser_version="p",
+        tokenizer_version="t",
+        pages=tuple(PageSpan(p, tuple(b)) for p, b in pages),  # type: ignore[arg-type]
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(chunks(), max_size=5), st.data())
+def test_chunks_round_trip_exactly(staged: list[Chunk], data: st.DataObject) -> None:
+    dedup = [(data.draw(TEXT), tuple(data.draw(st.lists(TEXT, max_size=2)))) for _ in staged]
+    back, back_dedup = chunks_of(chunk_batch(staged, dedup))
+    assert back == staged
+    assert back_dedup == dedup
+
+
+def test_an_artifact_appears_only_when_complete(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.parquet"
+    with pytest.raises(RuntimeError), ChunkWriter(path) as w:
+        w.write(chunk_batch([], []))
+        raise RuntimeError("the worker died")
+    assert not path.exists() and not list(tmp_path.iterdir())  # no partial file, no temporary left
+    with ChunkWriter(path) as w:
+        pass
+    assert list(read_batches(path)) == [] or sum(b.num_rows for b in read_batches(path)) == 0
+
+    vw = VectorWriter(tmp_path / "vectors.npy", 3, 4)
+    vw.write(np.ones((2, 4)))
+    with pytest.raises(PublishError, match="2 vectors written for 3"):
+        vw.close()
+    assert not (tmp_path / "vectors.npy").exists()
+    vw = VectorWriter(tmp_path / "v2.npy", 3, 4)
+    vw.write(np.ones((2, 4)))
+    vw.write(np.full((1, 4), 2.0))
+    vw.close()
+    v = read_vectors(tmp_path / "v2.npy")
+    assert v.shape == (3, 4) and v.dtype == np.float32 and float(v[2, 0]) == 2.0
+
+
+def test_missing_artifact_names_the_upstream_step(tmp_path: Path) -> None:
+    with pytest.raises(PublishError, match="run the upstream step first"):
+        list(read_batches(tmp_path / "chunks.parquet"))
+
+
+def test_a_stream_is_reopened_for_each_attempt() -> None:
+    table = pa.table({"doc_id": ["a", "b"], "x": [1, 2]})
+    rows = StreamedRows.of(table)
+    assert rows.num_rows == 2 and rows.doc_ids == {"a", "b"}
+    assert rows.open().read_all() == table
+    assert rows.open().read_all() == table  # a retried commit reads everything again
+
+
+def test_many_small_batches_publish_the_same_rows(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws.tenant("acme", DOCS)
+    ws.run("acme", "one-batch")
+    whole = [tuple(r[c] for c in COLUMNS) for r in ws.rows("acme")]
+    monkeypatch.setattr(staging, "BATCH_ROWS", 7)
+    ws2 = Workspace(ws.root / "small")
+    ws2.tenant("acme", DOCS)
+    out = ws2.run("acme", "small-batches")
+    assert out["chunk"]["chunks"] > 7 * 3  # really several batches
+    assert [tuple(r[c] for c in COLUMNS) for r in ws2.rows("acme")] == whole
+    # a second change goes through the streamed publish too: one document edited
+    edited = ws2.root / "corpus" / "acme" / "guide" / "03.md"
+    edited.write_text("# Guide 3\n\nRewritten.\n", encoding="utf-8")
+    again = ws2.run("acme", "edit")
+    assert again["publish"]["committed"] and again["publish"]["docs_changed"] == 1, again["publish"]
+    texts = {r["text"] for r in ws2.rows("acme") if r["doc_id"] == "guide/03.md"}
+    assert any("Rewritten." in t for t in texts)
