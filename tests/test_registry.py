@@ -78,3 +78,15 @@ def test_a_code_language_is_registered_once() -> None:
     found = language_for("pkg/mod.pystub")
     assert found is not None and found.name == "test-python-stub"
     assert language_for("text/x-python") is PYTHON
+
+
+def test_a_source_kind_is_registered_once() -> None:
+    from tessera.sources.memory import MemoryConnector
+    from tessera.sources.registry import CONNECTORS, register_connector
+
+    with pytest.raises(DuplicateRegistration):
+        register_connector("folder", lambda t: MemoryConnector(t.tenant_id, {}, t.default_access))
+    register_connector("test-memory", lambda t: MemoryConnector(t.tenant_id, {}, t.default_access))
+    assert "test-memory" in CONNECTORS and "folder" in CONNECTORS
+    with pytest.raises(DuplicateRegistration):
+        register_connector("test-memory", lambda t: MemoryConnector(t.tenant_id, {}, t.default_access))

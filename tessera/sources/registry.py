@@ -12,23 +12,19 @@ from pathlib import Path
 
 from tessera.config import TenantConfig
 from tessera.errors import ConfigError
+from tessera.registry import Registry, UnknownName
 from tessera.sources.base import SourceConnector
 from tessera.sources.revision_cache import RevisionCache, cache_path
 
 ConnectorFactory = Callable[[TenantConfig], SourceConnector]
 CachingFactory = Callable[[TenantConfig, RevisionCache | None], SourceConnector]
-_REGISTRY: dict[str, ConnectorFactory] = {}
-_CACHING: dict[str, CachingFactory] = {}
+CONNECTORS: Registry[CachingFactory] = Registry("source kind")
+"""Source kind -> factory; a kind is taken once (a plug-in cannot replace folder, s3 or git)."""
 
 
 def register_connector(kind: str, factory: ConnectorFactory) -> None:
-    _REGISTRY[kind] = factory
-    _CACHING.pop(kind, None)  # a replaced built-in kind no longer gets a cache
-
-
-def _register_builtin(kind: str, factory: CachingFactory) -> None:
-    _REGISTRY[kind] = lambda t: factory(t, None)
-    _CACHING[kind] = factory
+    """Add a connector for a new source kind (it gets no revision cache)."""
+    CONNECTORS.register(kind, lambda t, _cache: factory(t))
 
 
 def _folder(t: TenantConfig, cache: RevisionCache | None) -> SourceConnector:
@@ -50,20 +46,21 @@ def _git(t: TenantConfig, cache: RevisionCache | None) -> SourceConnector:
     return GitConnector.from_config(t, cache)
 
 
-_register_builtin("folder", _folder)
-_register_builtin("s3", _s3)
-_register_builtin("git", _git)
+CONNECTORS.register("folder", _folder)
+CONNECTORS.register("s3", _s3)
+CONNECTORS.register("git", _git)
+BUILTIN = ("folder", "s3", "git")
 
 
 def connector_for(tenant: TenantConfig, state_dir: Path | None = None) -> SourceConnector:
     """The tenant's connector; with ``state_dir``, built-in kinds keep a revision cache there
     (``{state_dir}/{tenant}/.source-revisions.json``)."""
     kind = tenant.source.kind
-    if state_dir is not None and kind in _CACHING:
-        cache = RevisionCache(cache_path(state_dir, tenant.tenant_id), tenant.tenant_id)
-        return _CACHING[kind](tenant, cache)
     try:
-        factory = _REGISTRY[kind]
-    except KeyError:
-        raise ConfigError(f"tenants.{tenant.tenant_id}.source.kind", f"no connector for {kind!r}") from None
-    return factory(tenant)
+        factory = CONNECTORS.get(kind)
+    except UnknownName as e:
+        raise ConfigError(f"tenants.{tenant.tenant_id}.source.kind", f"no connector for {kind!r}") from e
+    cache = None
+    if state_dir is not None and kind in BUILTIN:
+        cache = RevisionCache(cache_path(state_dir, tenant.tenant_id), tenant.tenant_id)
+    return factory(tenant, cache)
