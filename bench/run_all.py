@@ -11,6 +11,7 @@ BENCHES = [
     "bench.incremental_cost",
     "bench.listing_cost",
     "bench.parallel_scaling",
+    "bench.many_tenants",
     "bench.retrieval_latency",
     "bench.html_candidates",
     "bench.html_quality",
