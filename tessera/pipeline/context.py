@@ -20,6 +20,7 @@ from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.model_files import model_dir
 from tessera.errors import ConfigError, PublishError
 from tessera.search.fusion import split
+from tessera.serde import doc_from_json
 from tessera.sources.base import SourceConnector
 from tessera.sources.registry import connector_for
 from tessera.store.blobs import BlobStore
@@ -27,6 +28,7 @@ from tessera.store.db import connect
 from tessera.store.embedding_cache import EmbeddingCache, embed_with_cache
 from tessera.store.index import TenantIndex
 from tessera.store.probe import require_conditional_put
+from tessera.types import SourceDocument
 
 SENTENCE_VECTORS = "sentence_vectors.npy"
 SENTENCE_COUNTS = "sentence_counts.npy"
@@ -48,6 +50,9 @@ class RunContext:
     serving: tuple[Embedder, ...] = ()  # models that may be active (embedding.previous), for cutover
     sleep: Callable[[float], None] = time.sleep
     stats: dict[str, Any] = field(default_factory=dict)
+    _listing: tuple[tuple[int, int, int], dict[str, Any], dict[str, SourceDocument]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.config.tenant(self.tenant)  # validates
@@ -113,10 +118,27 @@ class RunContext:
         return split(np.load(self.workspace / SENTENCE_VECTORS), [int(n) for n in counts])
 
     def write(self, name: str, data: Any) -> None:
+        if name == "listing.json":
+            self._listing = None
         self.workspace.mkdir(parents=True, exist_ok=True)
         tmp = self.workspace / f".{name}.tmp"
         tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         tmp.replace(self.workspace / name)
+
+    def listing(self) -> tuple[dict[str, Any], dict[str, SourceDocument]]:
+        """``listing.json`` and its documents by id, decoded once per version of the file: the
+        steps of a run in this context share it; this context's own write of the listing, or a
+        changed size, modification time or inode, decodes it again."""
+        path = self.workspace / "listing.json"
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            raise PublishError(f"{path} is missing: run the upstream step first") from None
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        if self._listing is None or self._listing[0] != key:
+            data = self.read("listing.json")
+            self._listing = (key, data, {d["doc_id"]: doc_from_json(d) for d in data["documents"]})
+        return self._listing[1], self._listing[2]
 
     def read(self, name: str) -> Any:
         path = self.workspace / name

@@ -10,6 +10,10 @@ function and its batches must be picklable: workers rebuild what they need (a to
 blob store client) from small frozen task descriptions and read and write the run's staged
 artifacts themselves, so no document body travels through the parent.
 
+As with any ``spawn`` or ``forkserver`` pool, workers import the main module: a script that
+runs a tenant itself needs the ``if __name__ == "__main__":`` guard (the CLI, Dagster and
+notebooks need nothing).
+
 A step falls back to ``inline`` for fewer than ``execution.min_documents`` documents, where a
 worker start costs more than it saves. Results always come back in input order, so every
 executor stages identical rows.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
@@ -111,7 +111,8 @@ def block_message(plan: dict[str, Any]) -> str:
 
 def plan_fingerprint(live: dict[str, DocState]) -> str:
     """The live state a run plans from; the publish refuses to commit if it has changed."""
-    return canonical_hash(sorted((d, asdict(s)) for d, s in live.items()))
+    names = [f.name for f in fields(DocState)]  # flat: field by field, not asdict (a deep copy)
+    return canonical_hash(sorted((d, {n: getattr(s, n) for n in names}) for d, s in live.items()))
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,6 @@ from tessera.pipeline.work import (
     chunk_documents,
     parse_documents,
 )
-from tessera.serde import doc_from_json
 from tessera.store.schema import band_candidates
 from tessera.types import Chunk, SourceDocument
 
@@ -48,8 +47,8 @@ log = logging.getLogger(__name__)
 
 
 def listed_documents(rc: RunContext) -> tuple[dict[str, Any], dict[str, SourceDocument]]:
-    data = rc.read("listing.json")
-    return data, {d["doc_id"]: doc_from_json(d) for d in data["documents"]}
+    """The run's listing and its documents, decoded once per listing file and process."""
+    return rc.listing()
 
 
 def parse_step(rc: RunContext) -> dict[str, Any]:
