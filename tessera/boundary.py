@@ -90,7 +90,7 @@ def time_option(text: str) -> datetime:
 
 def expand_option(text: str) -> str:
     """An argparse ``type``: ``parent`` or ``neighbors:N`` (see ``parse_expand``)."""
-    from tessera.search.expand import parse_expand
+    from tessera.search.options import parse_expand
 
     try:
         parse_expand(text)

@@ -14,8 +14,8 @@ import pytest
 
 from tessera.embedding.fake import HashEmbedder
 from tessera.pipeline.checks import check_published
-from tessera.pipeline.run import run_tenant
 from tessera.pipeline.context import RunContext
+from tessera.pipeline.run import run_tenant
 from tessera.serde import doc_from_json
 from tessera.store.doctor_probe import index_check
 from tessera.store.embedding_cache import EmbeddingCache, vector_array

@@ -178,4 +178,7 @@ def test_checks_see_lazy_imports_and_climbs(tmp_path: Path) -> None:
     assert climbs({"tessera.chunking.x": {"tessera.pipeline.run"}}) == [
         "tessera.chunking.x (chunking) imports tessera.pipeline.run (application)"
     ]
-    assert climbs({"tessera.pipeline.run": {"tessera.search.query"}, "tessera.search.q": {"tessera.types"}}) == []
+    assert (
+        climbs({"tessera.pipeline.run": {"tessera.search.query"}, "tessera.search.q": {"tessera.types"}})
+        == []
+    )

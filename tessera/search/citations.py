@@ -117,7 +117,7 @@ def show(
     as_of: datetime | None = None,
 ) -> SourceSlice:
     """The exact source slice a citation points to, under the caller's authorization."""
-    from tessera.search.query import open_table
+    from tessera.search.dataset import open_table
 
     tenant, chunk_id = parse_citation(citation)
     if principal is None or (tenant is not None and tenant != principal.tenant):

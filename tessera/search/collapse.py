@@ -9,14 +9,25 @@ provenance never names a document the principal may not read.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from tessera.search.dataset import dataset
+from tessera.search.rows import full_rows
 from tessera.store.db import sql_str
 from tessera.store.schema import dedup_key
 
 MAX_CANDIDATES = 1000
 """At most this many candidates are ranked, and copies fetched, for one search."""
 _LINKED = "linked_duplicate"
+
+
+@dataclass(frozen=True)
+class Copies:
+    """The rows ``copy_ids`` found for ``groups``."""
+
+    groups: frozenset[str]
+    rows: tuple[dict[str, Any], ...]
 
 
 def collapse(rows: list[dict[str, Any]], near: str | None = None) -> list[dict[str, Any]]:
@@ -44,28 +55,41 @@ def collapse(rows: list[dict[str, Any]], near: str | None = None) -> list[dict[s
     return kept
 
 
+def copy_ids(table: Any, where: str, groups: set[str]) -> Copies:
+    """Id, row id and group of every row under ``where`` in one of ``groups`` (at most
+    ``MAX_CANDIDATES``; ``dup_group`` has a BTREE index)."""
+    listed = ", ".join(sql_str(g) for g in sorted(groups))
+    found = dataset(table).to_table(
+        columns=["id", "dup_group"], filter=f"({where}) AND dup_group IN ({listed})", with_row_id=True,
+        limit=MAX_CANDIDATES,
+    )  # fmt: skip
+    return Copies(frozenset(groups), tuple(found.to_pylist()))
+
+
 def with_all_copies(
     table: Any,
     where: str,
     ranked: list[dict[str, Any]],
     kept: list[dict[str, Any]],
     near: str | None,
-    columns: list[str],
+    prefetched: Copies | None = None,
 ) -> list[dict[str, Any]]:
     """``kept`` (collapsed from ``ranked``) with the copies that ranked below the cut-off.
 
     One query, under the same ``where``, for rows sharing a result's group or text checksum
-    (at most ``MAX_CANDIDATES``); they are folded after every ranked row, so the results and
+    (``copy_ids``); ``prefetched`` answers it when it covers those groups (search queries the
+    groups of all ranked rows while it reads their columns). The columns are read for the
+    copies not already ranked. They are folded after every ranked row, so the results and
     their order do not change, only their ``_sources`` grow.
     """
-    groups = sorted({g for r in kept if r["_key"] for g in (r["_key"], r.get("dup_group")) if g})
+    groups = {g for r in kept if r["_key"] for g in (r["_key"], r.get("dup_group")) if g}
     if not groups:
         return kept
     seen = {r["id"] for r in ranked}
-    query = table.search().where(f"({where}) AND dup_group IN ({', '.join(sql_str(g) for g in groups)})")
-    extra = [
-        r for r in query.select(columns).limit(MAX_CANDIDATES).to_arrow().to_pylist() if r["id"] not in seen
-    ]
+    covered = prefetched is not None and groups <= prefetched.groups and len(prefetched.rows) < MAX_CANDIDATES
+    copies = prefetched if covered and prefetched is not None else copy_ids(table, where, groups)
+    found = [r for r in copies.rows if r["dup_group"] in groups and r["id"] not in seen]
+    extra = full_rows(table, where, [{"id": r["id"], "_rowid": r["_rowid"]} for r in found])
     if not extra:
         return kept
     ids = {r["id"] for r in kept}

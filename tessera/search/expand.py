@@ -8,27 +8,11 @@ tokens are counted (optionally capped by a budget: lower-ranked results are drop
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from tessera.errors import InvalidArgument
-from tessera.search.query import COLUMNS, SearchHit, SearchOptions, hit_from_row
+from tessera.search.hits import SearchHit, hit_from_row
+from tessera.search.options import COLUMNS, SearchOptions, parse_expand
 from tessera.store.db import sql_str
-
-MAX_NEIGHBORS = 20
-
-
-def parse_expand(spec: str) -> tuple[str, int]:
-    """``parent`` or ``neighbors:N`` (ASCII digits, 0 <= N <= 20); else ``InvalidArgument``."""
-    if spec == "parent":
-        return "parent", 0
-    m = re.fullmatch(r"neighbors:([0-9]{1,3})", spec) if isinstance(spec, str) else None
-    if m is not None and int(m[1]) <= MAX_NEIGHBORS:
-        return "neighbors", int(m[1])
-    shown = repr(spec) if len(repr(spec)) <= 60 else repr(spec)[:57] + "..."
-    raise InvalidArgument(
-        "expand", f"must be 'parent' or 'neighbors:N' with 0 <= N <= {MAX_NEIGHBORS}, got {shown}"
-    )
 
 
 def _units(table: Any, row: dict[str, Any], where: str, how: str, n: int) -> list[dict[str, Any]]:

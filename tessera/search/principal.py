@@ -18,9 +18,12 @@ import yaml
 
 from tessera.config import TesseraConfig, validate_tenant_id
 from tessera.errors import ConfigError
+from tessera.search.scope import Scope, register
 from tessera.store.db import sql_str
 from tessera.store.schema import micros
 
+_NEVER = 2**62
+"""A bound no date reaches (year 9999 is ~2.5e17 microseconds): a null bound admits nothing."""
 FLAGGED = ("hidden_text", "untrusted")
 """Chunk flags excluded from results unless the caller asks for them."""
 
@@ -95,6 +98,13 @@ def access_filter(principal: Principal | None, as_of: datetime, include_flagged:
 
     Readers or groups must intersect the principal's claims; empty claims match nothing.
     Values are escaped literals, so ACL strings cannot inject filter syntax.
+
+    The date bounds are written through ``coalesce`` (a missing bound still matches nothing)
+    so that LanceDB checks them on the rows the ACL's LABEL_LIST indexes admit instead of
+    resolving them through their BTREEs: nearly every row is in effect, and intersecting two
+    all-row sets cost more (~5 ms a query on 100k chunks) than reading the dates of those rows.
+    The filter is registered with its parts (``tessera.search.scope``): candidate queries
+    run under the claims and check the rest on the rows they return.
     """
     if principal is None or not principal.user or not principal.tenant:
         return None
@@ -104,9 +114,10 @@ def access_filter(principal: Principal | None, as_of: datetime, include_flagged:
     t = micros(as_of)
     where = (
         f"tenant = {sql_str(principal.tenant)} AND ({' OR '.join(claims)}) "
-        f"AND effective_from_us <= {t} AND effective_to_us > {t}"
+        f"AND coalesce(effective_from_us, {_NEVER}) <= {t} AND coalesce(effective_to_us, {-_NEVER}) > {t}"
     )
     if not include_flagged:
         flagged = ", ".join(sql_str(f) for f in FLAGGED)
         where += f" AND (flags IS NULL OR NOT array_has_any(flags, [{flagged}]))"
-    return where
+    excluded = () if include_flagged else FLAGGED
+    return register(where, Scope(f"({' OR '.join(claims)})", principal.tenant, t, excluded))

@@ -1,0 +1,164 @@
+"""Candidate lists under the principal's prefilter: ids, scores and row ids, no row contents.
+
+A dense or BM25 candidate query reads ``id``, ``dup_group``, its score and the ``_rowid`` (and
+the vectors that rescoring needs); the columns of a hit are read afterwards for the few rows that
+rank (``tessera.search.rows``). On 100k chunks, reading every column of 160 candidates took
+more time than the vector search itself.
+
+A top ``n`` is fetched ``n + 1`` deep: when the row after the cut scores as the last row in it
+(a tie), or when the table holds sentence vectors (rescoring reorders the nearest chunks), the
+list is fetched ``candidate_depth(n)`` deep instead and cut after sorting, so exact ties are
+still decided by chunk id and never by the order the index returns them in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+import numpy as np
+
+from tessera.search.dataset import dataset
+from tessera.search.fusion import candidate_depth, row_score
+from tessera.search.lexical import flat_bm25
+from tessera.search.options import COLUMNS
+from tessera.search.scope import CHECKED, scope_of
+from tessera.store.indexes import nearest
+
+T = TypeVar("T")
+U = TypeVar("U")
+TIE = 1e-5
+"""Dense scores closer than this at the cut count as a tie (float32 rounding of equal vectors)."""
+_SENTENCES: dict[tuple[str, int], bool] = {}
+"""(table uri, version) -> whether any row has sentence vectors (a version never changes)."""
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def rank_key(row: dict[str, Any]) -> tuple[float, str]:
+    """Best score first; exact ties by chunk id, a sha256, so no copy of a repeated passage
+    (the first one in a document, say) is favoured over another."""
+    return -float(row["_score"]), str(row["id"])
+
+
+def has_sentence_vectors(ds: Any) -> bool:
+    """Whether any row of this dataset version has sentence vectors (remembered per version)."""
+    if "sentence_vectors" not in ds.schema.names:
+        return False
+    key = (str(ds.uri), int(ds.version))
+    if key not in _SENTENCES:
+        if len(_SENTENCES) > 256:
+            _SENTENCES.clear()
+        _SENTENCES[key] = int(ds.count_rows(filter="sentence_vectors IS NOT NULL")) > 0
+    return _SENTENCES[key]
+
+
+def _nearest(ds: Any, vector: list[float], where: str, n: int, cols: list[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = ds.to_table(
+        columns=cols, nearest=nearest(vector, n), filter=where, prefilter=True, with_row_id=True
+    ).to_pylist()
+    return rows
+
+
+def dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str, Any]]:
+    """Top ``n`` by the fused score of :mod:`tessera.search.fusion`: the ``candidate_depth(n)``
+    nearest chunk vectors under the prefilter, each rescored from its stored vectors. A table
+    without the ``sentence_vectors`` column ranks by chunk vector (``1 - distance``)."""
+    ds = dataset(table)
+    query = np.asarray(vector, np.float32)
+    column = "sentence_vectors" in ds.schema.names
+    cols = ["id", "dup_group", "vector"] if column else ["id", "dup_group"]
+
+    def scored(depth: int, extra: list[str]) -> list[dict[str, Any]]:
+        rows = checked(
+            where, lambda f, more: _nearest(ds, vector, f, depth, [*cols, *extra, *more, "_distance"])
+        )
+        for r in rows:
+            distance = float(r.pop("_distance"))
+            vec = r.pop("vector", None)
+            r["_score"] = (
+                1.0 - distance if vec is None else row_score(query, vec, r.pop("sentence_vectors", None))
+            )
+        return rows
+
+    if column and has_sentence_vectors(ds):
+        return _cut(scored(candidate_depth(n), ["sentence_vectors"]), n)
+    rows = scored(n + 1, [])
+    if len(rows) > n and min(r["_score"] for r in rows) >= _cut(rows, n)[-1]["_score"] - TIE:
+        rows = scored(candidate_depth(n), [])  # a tie at the cut: decided by id, deeper
+    return _cut(rows, n)
+
+
+def lexical(
+    table: Any, query: str, where: str, n: int, column: str = "embedding_text"
+) -> list[dict[str, Any]]:
+    """Top ``n`` by BM25 under the prefilter; exact BM25 over the filtered rows (full rows,
+    slower) while the table has no FTS index."""
+    if not query.strip():
+        return []
+
+    ds = dataset(table)
+    fts = {"query": query, "columns": [column]}
+
+    def found(depth: int) -> list[dict[str, Any]]:
+        def run(flt: str, more: list[str]) -> list[dict[str, Any]]:
+            rows: list[dict[str, Any]] = ds.to_table(
+                columns=["id", "dup_group", "_score", *more],
+                full_text_query=fts,
+                filter=flt,
+                prefilter=True,
+                with_row_id=True,
+                limit=depth,
+            ).to_pylist()
+            return rows
+
+        return checked(where, run)
+
+    try:
+        rows = found(n + 1)
+        if len(rows) > n and min(r["_score"] for r in rows) >= _cut(rows, n)[-1]["_score"]:
+            rows = found(candidate_depth(n))  # a tie at the cut: decided by id, deeper
+    except ValueError as e:
+        if "INVERTED index" not in str(e):
+            raise
+        return flat_bm25(table, query, where, n, COLUMNS)  # no FTS index yet: exact, slower
+    return _cut(rows, n)
+
+
+def checked(where: str, run: Callable[[str, list[str]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``run(filter, extra columns)`` under the claims of an access filter, its rows checked
+    against the rest of it (``tessera.search.scope``); under the whole filter when a row fails
+    or ``where`` is not an access filter."""
+    scope = scope_of(where)
+    if scope is not None:
+        rows = run(scope.claims, CHECKED)
+        if all(scope.admits(r) for r in rows):
+            for r in rows:
+                for c in CHECKED:
+                    del r[c]
+            return rows
+    return run(where, [])
+
+
+def _cut(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    return sorted(rows, key=rank_key)[:n]
+
+
+def both(first: Callable[[], T], second: Callable[[], U]) -> tuple[T, U]:
+    """Run two candidate queries at once (``second`` on a worker thread); LanceDB releases
+    the GIL while it searches. A failure of either is raised, never dropped."""
+    later: Future[U] = _pool().submit(second)
+    try:
+        a = first()
+    except BaseException:
+        wait([later])
+        raise
+    return a, later.result()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():  # a forked child gets its own worker
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="tessera-search"))
+    return _POOL[1]
