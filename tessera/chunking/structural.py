@@ -41,6 +41,9 @@ class Piece:
     kind: str
     context: str = ""
     flags: tuple[str, ...] = ()
+    tokens: int = -1
+    """The exact count of ``document prefix + breadcrumb + text`` when the packer measured it
+    (a piece with ``context`` is counted again, on the text it embeds)."""
 
 
 class _Blocks:
@@ -112,12 +115,12 @@ class StructuralChunker:
             units = list(whole)  # disjoint, in document order: bisect instead of a scan per piece
             unit_ends = [u1 for _, u1 in units]
             unit_starts = [u0 for u0, _ in units]
-            for a, b, _ in fit(text, merged, sctx, idx):
+            for a, b, n in fit(text, merged, sctx, idx):
                 near = units[bisect_right(unit_ends, a) : bisect_left(unit_starts, b)]
                 kinds = {whole[u] for u in near}
                 is_unit = any(a <= u0 and u1 <= b for u0, u1 in near)
                 kind = kinds.pop() if len(kinds) == 1 and is_unit else "text"
-                out.append(Piece(a, b, sec, kind, flags=() if is_unit else ("windowed",)))
+                out.append(Piece(a, b, sec, kind, flags=() if is_unit else ("windowed",), tokens=n))
             run.clear()
             whole.clear()
 
@@ -309,6 +312,7 @@ def build_chunks(
             kind=p.kind,
             flags=p.flags
             + (("unclosed_fence",) if any(b.start < p.end and p.start < b.end for b in unclosed) else ()),
+            tokens=-1 if p.context else p.tokens,  # fit counted exactly this embedding text
         )
         for p in pieces
     ]
