@@ -7,9 +7,10 @@ Pipeline (``html_*`` modules beside this one):
    invalid bytes become U+FFFD and are counted (``invalid_bytes: N``).
 2. :mod:`~tessera.parsing.html_tree`: a position-tracking tokenizer and an iterative tree
    builder (HTML5 implied end tags, raw-text elements skipped, depth past 512 flattened).
-3. :mod:`~tessera.parsing.html_content`: hidden elements and form controls dropped (and
-   counted: hidden text can carry prompt injection), the main container chosen
-   (``<main>``/``<article>`` or a text-density descent), boilerplate pruned inside it.
+3. :mod:`~tessera.parsing.html_stats` and :mod:`~tessera.parsing.html_content`: hidden
+   elements and form controls dropped (and counted: hidden text can carry prompt injection),
+   text statistics summed, the main container chosen (``<main>``/``<article>``, a
+   text-density descent or a readability-style score), boilerplate pruned inside it.
 4. :mod:`~tessera.parsing.html_emit`: normalized text (entities decoded, whitespace
    collapsed, ``<pre>`` kept verbatim) as blocks: headings, paragraphs, lists, quotes,
    fences, Markdown-like tables; every char maps to its exact source byte range.
@@ -101,11 +102,13 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/6"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
+    version = "tessera-html/7"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
     # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells); 5: thin
     # extractions fall back to the visible text, whitespace-only lines dropped, boilerplate guards,
     # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``); 6: a
-    # readability-style scored container (``html_score``, ``ContentParams.scored``)
+    # readability-style scored container (``html_score``, ``ContentParams.scored``); 7: UTF-8 over
+    # a stale legacy charset, CJK prose weight, single named widgets, outweighing asides, teaser
+    # feeds, a dominant scored container
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None, params: ContentParams | None = None) -> None:

@@ -1,17 +1,25 @@
 """Boilerplate rules for elements inside the main container, and their tunable thresholds.
 
 An element is boilerplate by its tag (``nav``, ``aside``, ``footer``, ...), its ARIA role, a
-class or id word (cookie banners, share/related/newsletter/comment widgets, sidebars), its
-shape (teaser cards, a form in a small box, a link-dense menu or link farm), never by a site.
-Two guards keep the main text whatever the rules say:
+class or id word (cookie banners, share/related/newsletter/comment/review widgets, sidebars),
+its shape (teaser cards, a form in a small box, a link-dense menu or link farm), never by a
+site. Guards keep the main text whatever the rules say:
 
 - an element holding ``protect_share`` of the container's prose is never pruned (a
-  ``<form>`` or a ``class="with-sidebar"`` wrapper around the whole article);
+  ``<form>`` or a ``class="with-sidebar"`` wrapper around the whole article), with three
+  exceptions up to ``aside_share``: an ``aside``/``nav`` (a sidebar longer than the
+  article), and, with :data:`ARTICLE_CHARS` of prose beside them, a feed of teasers (nearly
+  every heading links to another page, over a short summary) and a single named widget (the
+  reviews under a product description);
 - a class or id word counts only as a whole class token or as its first or last
   ``-``-separated part (``sidebar``, ``sidebar-left``, ``site-footer``), not inside a longer
   name (``elementor-widget-wrap``), not in a token that states a layout
   (``content-has-sidebar``, ``with-sidebar``), and not when the element reads as prose
-  (``name_prose``: its prose share of its own text).
+  (``name_prose``: its prose share of its own text), unless the word names other content
+  than the page's (:data:`WIDGET_WORDS`: comments, reviews, related links, ads) on an element
+  that is not one of a series (``name_repeat``: forum posts all of class ``comment`` stay)
+  and has no article word beside it (``entry-content social-ready`` stays);
+- teaser headings (linked headings) are pruned only over little prose (``name_prose``).
 
 :class:`ContentParams` holds the thresholds; their defaults were chosen by cross-validation
 across the development sets (``bench/html_quality.py``, README *HTML*).
@@ -20,6 +28,8 @@ across the development sets (``bench/html_quality.py``, README *HTML*).
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tessera.parsing.html_text import words
@@ -35,7 +45,8 @@ BOILER_WORDS = words(
     "footer masthead share sharing social socials related recommended recommendations newsletter "
     "subscribe subscription signup promo promotion advert advertisement ad ads sponsor sponsored "
     "comment comments disqus popup modal overlay pagination pager toolbar widget widgets tags "
-    "skip author authors bio byline cta outbrain taboola paywall buybox aside noprint screen"
+    "skip author authors bio byline cta outbrain taboola paywall buybox aside noprint screen review "
+    "reviews customerreviews"
 )
 """Words of a class or id token that mark boilerplate (first or last part of the token)."""
 BOILER_TOKENS = words(
@@ -43,9 +54,20 @@ BOILER_TOKENS = words(
     "no-print print-hide print-hidden screen-only"
 )
 """Whole tokens that mark boilerplate."""
+WIDGET_WORDS = words(
+    "comment comments disqus review reviews customerreviews related recommended recommendations "
+    "sidebar social socials share sharing newsletter subscribe subscription signup sponsor sponsored "
+    "advert advertisement ads outbrain taboola paywall"
+)
+"""Boilerplate words that name other content than the page's own (comments, reviews, related
+links, ads), not a presentation (``modal``, ``banner``, ``nav``, ``author``): a class with one
+is pruned even when it reads as prose, unless the element is one of a series."""
+_POSITIVE = re.compile(r"article|body|content|entry|hentry|main|post|story|text")
 MODIFIERS = words("has with without no is show hide toggle js u")
 """A token with one of these parts states a layout or a state (``content-has-sidebar``)."""
 _SPLIT = re.compile(r"[-]+")
+ARTICLE_CHARS = 1000
+"""Prose outside a teaser feed or a widget for it to be pruned past ``protect_share``."""
 LINK_PRUNED = words("div section ul ol dl menu p header footer aside center address details span font")
 
 
@@ -73,6 +95,20 @@ class ContentParams:
     """A sibling of the scored container joins it at this share of its score."""
     scored_keep: float = 0.85
     """The scored container is taken only when it keeps this share of the density container's prose."""
+    dominance: float = 4.0
+    """A scored container that scores this multiple of the best candidate elsewhere on the page
+    is taken when it keeps ``dominant_keep`` (not ``scored_keep``) of the density container's prose."""
+    dominant_keep: float = 0.5
+    """The share of the density container's prose a dominant scored container must keep."""
+    aside_share: float = 0.9
+    """An ``aside`` or ``nav`` is pruned unless it holds this share of the container's prose
+    (``protect_share`` does not keep a sidebar that outweighs the article beside it); a teaser
+    feed or a named widget past ``protect_share`` likewise."""
+    name_repeat: int = 3
+    """The ``name_prose`` guard protects only a repeated item: an element whose class (or one of
+    its boilerplate class tokens) is on at least this many elements (posts, service cards). A
+    single named widget that reads as prose (a reviews panel, a comments pane) is pruned
+    (0: the guard protects every element)."""
 
 
 DEFAULT_PARAMS = ContentParams()
@@ -82,33 +118,83 @@ def names(node: Node) -> str:
     return (node.get("class") + " " + node.get("id")).lower()
 
 
-def boiler_name(value: str) -> bool:
+def boiler_name(value: str, vocabulary: frozenset[str] = BOILER_WORDS, whole: bool = True) -> bool:
     """A class/id value with a boilerplate token (see the module doc)."""
     for token in value.replace("_", "-").split():
-        if token in BOILER_TOKENS:
+        if whole and token in BOILER_TOKENS:
             return True
         parts = [p for p in _SPLIT.split(token) if p]
         if not parts or any(p in MODIFIERS for p in parts):
             continue
-        if parts[0] in BOILER_WORDS or parts[-1] in BOILER_WORDS:
+        if parts[0] in vocabulary or parts[-1] in vocabulary:
             return True
     return False
 
 
-def is_boilerplate(node: Node, container: Node, params: ContentParams) -> bool:
+def _widget(node: Node, counts: Counter[str], least: int) -> bool:
+    """A single element whose class names a widget (comments, reviews, related links), not an item
+    of a series (its class, or the widget token, on ``least`` elements) nor the article itself."""
+    tokens = node.get("class").lower().replace("_", "-").split()
+    named = [t for t in tokens if boiler_name(t, WIDGET_WORDS, whole=False)]
+    if not named or any(_POSITIVE.search(t) for t in tokens if t not in named):
+        return False
+    if counts["=" + " ".join(tokens)] >= least:
+        return False
+    return not any(counts[t] >= least for t in named)
+
+
+def _feed(node: Node) -> bool:
+    """Teasers: nearly every heading links to another page, over a short summary each."""
+    lh = node.link_heads
+    return lh >= 4 and lh * 5 >= node.heads * 4 and node.good < 300 * lh
+
+
+def class_counts(nodes: Iterable[Node]) -> Counter[str]:
+    """How many elements carry each class token and (prefixed ``=``) each whole class value."""
+    counts: Counter[str] = Counter()
+    for n in nodes:
+        value = n.attrs.get("class") if n.attrs else None
+        if value:
+            value = value.lower().replace("_", "-")
+            tokens = value.split()
+            counts.update(set(tokens))
+            counts["=" + " ".join(tokens)] += 1
+    return counts
+
+
+def is_boilerplate(
+    node: Node, container: Node, params: ContentParams, counts: Counter[str] | None = None
+) -> bool:
     tag = node.tag
-    if container.good and node.good >= params.protect_share * container.good:
-        return False  # never prune away most of the prose (e.g. a <form> around a whole page)
+    share = node.good / container.good if container.good else 0.0
+    if tag in ("aside", "nav") and share < params.aside_share:
+        return True  # a sidebar or menu, even one with more prose than the article beside it
+    if share >= params.protect_share:
+        # never prune away most of the prose (e.g. a <form> around a whole page), unless it is a
+        # feed of teasers (linked headings over short summaries) or one named widget (the
+        # reviews under a product) beside an article
+        if share >= params.aside_share or container.good - node.good < ARTICLE_CHARS:
+            return False
+        return _feed(node) or (
+            params.name_repeat > 0 and counts is not None and _widget(node, counts, params.name_repeat)
+        )
     if tag in BOILER_TAGS or node.get("role").lower() in BOILER_ROLES:
         return True
     if tag == "header":  # top_heads: the subtree is as compute_stats left it (pruning is top-down)
         return node.top_heads == 0 or node.link > 0.5 * max(node.text, 1)
     value = names(node)
-    if value.strip() and boiler_name(value) and node.good < params.name_prose * max(node.text, 1):
-        return True
+    if value.strip() and boiler_name(value):
+        if node.good < params.name_prose * max(node.text, 1):
+            return True
+        if params.name_repeat and counts is not None and _widget(node, counts, params.name_repeat):
+            return True  # one named widget that reads as prose: a reviews panel, a comments pane
     if tag == "figure" and node.text < 300 and node.media:
         return True  # an image with its caption and credit
-    if node.link_heads >= 2 and node.link_heads * 2 >= node.heads:
+    if (
+        node.link_heads >= 2
+        and node.link_heads * 3 >= node.heads * 2
+        and node.good < params.name_prose * node.text
+    ):
         return True  # teaser cards: headings that link to other pages
     if node.forms and node.text - node.good < 500 and node.good < 300:
         return True  # a sign-up or search box around a form

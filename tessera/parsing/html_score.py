@@ -65,6 +65,8 @@ class Scored:
     """``top``, or its parent when siblings join it."""
     dropped: tuple[Node, ...]
     """Children of ``container`` that are not part of the content (only when it widened)."""
+    runner_up: float = 0.0
+    """The best score outside ``container`` (neither inside it nor one of its ancestors)."""
 
 
 def _class_weight(node: Node) -> float:
@@ -151,7 +153,7 @@ def score_tree(
         top = top.parent
     parent = top.parent
     if parent is None or parent.tag in _STRUCTURAL:
-        return Scored(top, best, top, ())
+        return _ranked(Scored(top, best, top, ()), final, deadline)
     threshold = max(10.0, best * sibling_share)
     top_class = top.get("class")
     joined: list[Node] = []
@@ -168,8 +170,27 @@ def score_tree(
             ok = (c.text > 80 and ld < 0.25) or (c.text <= 80 and ld == 0 and _ends_sentence(c, src))
         (joined if ok else dropped).append(c)
     if not joined:
-        return Scored(top, best, top, ())
-    return Scored(top, best, parent, tuple(dropped))
+        return _ranked(Scored(top, best, top, ()), final, deadline)
+    return _ranked(Scored(top, best, parent, tuple(dropped)), final, deadline)
+
+
+def _ranked(sc: Scored, final: dict[int, float], deadline: Deadline | None) -> Scored:
+    """``sc`` with its runner-up: the best score of a candidate elsewhere on the page (one walk
+    of the container's subtree and its ancestors, linear)."""
+    skip: set[int] = set()
+    p: Node | None = sc.container.parent
+    while p is not None:
+        skip.add(id(p))
+        p = p.parent
+    stack = [sc.container]
+    while stack:
+        if deadline is not None:
+            deadline.tick()
+        n = stack.pop()
+        skip.add(id(n))
+        stack.extend(c for c in n.children if isinstance(c, Node))
+    best = max((v for k, v in final.items() if k not in skip), default=0.0)
+    return Scored(sc.top, sc.score, sc.container, sc.dropped, best)
 
 
 _SENTENCE_END = re.compile(r"\.( |$)")

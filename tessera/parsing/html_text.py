@@ -89,6 +89,8 @@ def detect_encoding(raw: bytes) -> Encoding:
     """The page's encoding: BOM, then ``<meta charset>`` / ``http-equiv``, then a guess.
 
     The guess is UTF-8 when the bytes are valid UTF-8 (or mostly so), windows-1252 otherwise.
+    A declared legacy charset gives way to UTF-8 when the bytes are valid UTF-8 and not all
+    ASCII (a page re-saved as UTF-8 with its old declaration left in).
     A UTF-16/32 page (by BOM) raises ``DocumentError("unsupported_encoding")``: its byte
     offsets are not ASCII-compatible and such pages are all but extinct.
     """
@@ -101,6 +103,10 @@ def detect_encoding(raw: bytes) -> Encoding:
         m = pattern.search(head)
         if m:
             codec = _codec_for(m.group(1).decode("ascii"))
+            if codec is not None and codec != "utf-8" and not raw.isascii() and _valid_utf8(raw):
+                # legacy-encoded text is almost never valid UTF-8 with non-ASCII bytes: the
+                # declaration is stale (a page re-saved as UTF-8)
+                return Encoding("utf-8", "meta")
             if codec is not None:
                 return Encoding(codec, "meta")
     if _valid_utf8(raw):

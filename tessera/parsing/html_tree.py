@@ -78,6 +78,7 @@ class Node:
         "heads",
         "inline_link",
         "inline_text",
+        "inline_wide",
         "link",
         "link_heads",
         "links",
@@ -105,6 +106,7 @@ class Node:
         self.link = 0
         self.inline_text = 0
         self.inline_link = 0
+        self.inline_wide = 0
         self.good = 0
         self.links = 0
         self.heads = 0
