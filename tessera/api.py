@@ -1,12 +1,19 @@
 """The HTTP API: ``/search`` and ``/chunks/{id}`` behind API-key authentication.
 
-The principal comes only from the key (``X-API-Key`` header or ``Authorization: Bearer``),
-mapped server-side by the configuration's ``api_keys_file``; no request can name a tenant.
-A missing or unknown key is 401; a chunk the principal may not see is 404, exactly like one
-that does not exist. Results are labelled as untrusted source data with their provenance.
-Keys, users and groups are looked up per request (``ReloadingIdentities`` follows its files);
-while they cannot be loaded every request is 503. Each retrieval is written to the audit log
-before it is answered; if that fails the answer is 503 and carries no result.
+The principal comes only from the key (``X-API-Key`` header or ``Authorization: Bearer``, both
+declared as OpenAPI security schemes: ``/docs`` has *Authorize*), mapped server-side by the
+configuration's ``api_keys_file``; no request can name a tenant. A missing or unknown key is
+401 with ``WWW-Authenticate: Bearer realm="tessera"``; a chunk the principal may not see is 404,
+exactly like one that does not exist. Results are labelled as untrusted source data with their
+provenance, in the schema ``tessera search --json`` prints (``tessera.api_schema``). Keys, users
+and groups are looked up per request (``ReloadingIdentities`` follows its files); while they
+cannot be loaded every request is 503. Each retrieval is written to the audit log before it is
+answered; if that fails the answer is 503 and carries no result.
+
+``/healthz`` (the process answers; no key, reads nothing) and ``/readyz`` (the store is
+reachable and the identities load; 503 in the error shape otherwise) need no key; they are
+probes for the orchestrator, left out of the OpenAPI document. ``/docs`` and ``/redoc`` are
+served from local assets (``fastapi-offline``), so they work without Internet access.
 
 Every error answer has one body shape, ``{"detail": "<message>"}`` (``ErrorModel``): 400 bad
 search options, 401 no or a bad key, 404 not found (absent or unreadable alike), 405 a wrong
@@ -21,102 +28,46 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tessera.api_auth import IDENTITIES_UNAVAILABLE, Authenticator, NotReady, check_ready
+from tessera.api_schema import (
+    ChunkResponse,
+    CitationModel,
+    ErrorModel,
+    HealthResponse,
+    HitModel,
+    ReadyResponse,
+    SearchResponse,
+)
 from tessera.boundary import typed
+from tessera.cli_version import tessera_version
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
 from tessera.errors import (
     AccessDenied,
     AuditError,
-    ConfigError,
     InternalError,
     ModelIdentityError,
     StoreUnavailable,
     TesseraError,
 )
 from tessera.search.audit import AuditLog, AuditRecord, fetch_record, search_record
-from tessera.search.citations import Citation, show
+from tessera.search.citations import show
 from tessera.search.identities import IdentitySource
 from tessera.search.principal import Principal
-from tessera.search.query import MAX_QUERY_CHARS, SearchHit, SearchOptions, Source, for_tenant, search
+from tessera.search.query import MAX_QUERY_CHARS, SearchOptions, for_tenant, search
+
+__all__ = [
+    "AUDIT_UNAVAILABLE", "IDENTITIES_UNAVAILABLE", "ChunkResponse", "CitationModel", "ErrorModel",
+    "HitModel", "SearchResponse", "create_app", "unavailable", "validation_detail",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
-
-
-class CitationModel(BaseModel):
-    citation: str
-    uri: str
-    revision: str
-    doc_id: str
-    anchor: str
-    byte_start: int
-    byte_end: int
-    pages: list[dict[str, Any]] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, c: Citation) -> "CitationModel":
-        pages = [{"page": p, "bbox": list(b)} for p, b in c.pages]
-        return cls(
-            citation=str(c), uri=c.uri, revision=c.revision, doc_id=c.doc_id, anchor=c.anchor,
-            byte_start=c.byte_start, byte_end=c.byte_end, pages=pages,
-        )  # fmt: skip
-
-
-class SourceModel(CitationModel):
-    """A copy of the hit's content the caller may read; ``relation``: self, exact or near."""
-
-    chunk_id: str
-    start: int
-    end: int
-    relation: str
-
-    @classmethod
-    def of_source(cls, s: Source) -> "SourceModel":
-        base = CitationModel.of(s.citation).model_dump()
-        return cls(**base, chunk_id=s.citation.chunk_id, start=s.start, end=s.end, relation=s.relation)
-
-
-class HitModel(BaseModel):
-    chunk_id: str
-    doc_id: str
-    text: str
-    score: float
-    heading_path: list[str]
-    kind: str
-    flags: list[str]
-    chunk_ids: list[str]
-    tokens: int
-    trust: Literal["untrusted-source-data"] = "untrusted-source-data"
-    citation: CitationModel
-    sources: list[SourceModel] = Field(default_factory=list)
-    dup_group: str = ""
-
-    @classmethod
-    def of(cls, h: SearchHit) -> "HitModel":
-        return cls(
-            chunk_id=h.chunk_id, doc_id=h.doc_id, text=h.text, score=h.score,
-            heading_path=list(h.heading_path), kind=h.kind, flags=list(h.flags),
-            chunk_ids=list(h.chunk_ids), tokens=h.tokens,
-            citation=CitationModel.of(h.citation),
-            sources=[SourceModel.of_source(s) for s in h.sources], dup_group=h.dup_group,
-        )  # fmt: skip
-
-
-class SearchResponse(BaseModel):
-    model_version: str
-    mode: str
-    results: list[HitModel]
-
-
-class ErrorModel(BaseModel):
-    """The one body of every error answer (4xx and 5xx)."""
-
-    detail: str
 
 
 def _param(loc: Sequence[Any]) -> str:
@@ -142,16 +93,7 @@ def unavailable(e: BaseException, cfg: TesseraConfig) -> HTTPException:
     return HTTPException(status_code=503, detail=f"{type(err).__name__}: {err}")
 
 
-IDENTITIES_UNAVAILABLE = "identities unavailable: every request is refused until keys and users load again"
 AUDIT_UNAVAILABLE = "audit log unavailable: nothing is returned without an audit record"
-
-
-class ChunkResponse(BaseModel):
-    chunk_id: str
-    text: str
-    source_slice: str
-    trust: Literal["untrusted-source-data"] = "untrusted-source-data"
-    citation: CitationModel
 
 
 def create_app(
@@ -165,7 +107,12 @@ def create_app(
     embedded with the model that serves the caller's tenant. ``identities``: a fixed
     ``IdentityStore`` or a ``ReloadingIdentities``; ``cfg`` gives the store and the audit log
     (``{store.work_dir}/audit``, unless ``audit`` is given)."""
-    app = FastAPI(title="Tessera", version="0.1.0", description=__doc__)
+    app: FastAPI = FastAPIOffline(
+        title="Tessera",
+        version=tessera_version(),
+        description=__doc__,
+        swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},  # no outside calls
+    )
     audit_log = audit or AuditLog(cfg.store.work_dir)
 
     @app.exception_handler(RequestValidationError)
@@ -190,25 +137,31 @@ def create_app(
         except AuditError as e:
             raise HTTPException(status_code=503, detail=AUDIT_UNAVAILABLE) from e
 
-    def principal(
-        x_api_key: Annotated[str | None, Header()] = None,
-        authorization: Annotated[str | None, Header()] = None,
-    ) -> Principal:
-        key = x_api_key
-        if key is None and authorization and authorization.lower().startswith("bearer "):
-            key = authorization[7:].strip()
-        if not key:
-            raise HTTPException(status_code=401, detail="missing or invalid API key")
+    principal = Authenticator(identities)
+
+    # the probes are for the orchestrator, outside the API's document (its every operation is
+    # keyed and answers 401, 422, 500 and 503 in the one error shape)
+    @app.get("/healthz", response_model=HealthResponse, include_in_schema=False)
+    def healthz() -> HealthResponse:
+        """The process answers. No key; reads no store, no identity."""
+        return HealthResponse()
+
+    @app.get("/readyz", response_model=ReadyResponse, include_in_schema=False)
+    def readyz() -> ReadyResponse:
+        """The configuration is loaded, the store is reachable and the identities load. No key."""
         try:
-            who = identities.principal(key)
-        except ConfigError as e:  # a failed reload: refuse everyone, never the old identities
-            raise HTTPException(status_code=503, detail=IDENTITIES_UNAVAILABLE) from e
-        if who is None:
-            raise HTTPException(status_code=401, detail="missing or invalid API key")
-        return who
+            check_ready(cfg, identities)
+        except NotReady as e:
+            log.error("not ready: %s (%r)", e, e.__cause__)
+            raise HTTPException(status_code=503, detail=f"not ready: {e}") from e
+        return ReadyResponse()  # no counts, no names: the probe needs no key
 
     unauthorized: dict[int | str, dict[str, Any]] = {
-        401: {"model": ErrorModel, "description": "missing or invalid API key"},
+        401: {
+            "model": ErrorModel,
+            "description": "missing or invalid API key",
+            "headers": {"WWW-Authenticate": {"description": "the challenge", "schema": {"type": "string"}}},
+        },
         422: {"model": ErrorModel, "description": "a bad parameter; the message names it"},
         500: {"model": ErrorModel, "description": "an unexpected error, named by type only"},
         503: {"model": ErrorModel, "description": "identities, the audit log or the store unavailable"},
@@ -274,11 +227,6 @@ def create_app(
         except (TesseraError, RuntimeError, OSError) as e:  # a missing source blob, a damaged store
             raise unavailable(e, cfg) from e
         audited(fetch_record("api", "show", who.tenant, who.user, chunk_id, sl.citation.chunk_id))
-        return ChunkResponse(
-            chunk_id=sl.citation.chunk_id,
-            text=sl.chunk_text,
-            source_slice=sl.text,
-            citation=CitationModel.of(sl.citation),
-        )
+        return ChunkResponse.of(sl)
 
     return app

@@ -11,12 +11,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 from tessera import boundary
-from tessera.boundary import EXIT_INTERRUPTED, Parser, expand_option, int_option, time_option
+from tessera.boundary import EXIT_INTERRUPTED, Parser, int_option
+from tessera.cli_config import add_parser as add_config_parser
 from tessera.cli_doctor import add_parser as add_doctor_parser
 from tessera.cli_eval import add_parser as add_eval_parser
 from tessera.cli_eval import cmd_eval, eval_chunking, eval_chunking_args
@@ -24,101 +24,19 @@ from tessera.cli_model import add_parser as add_model_parser
 from tessera.cli_model import make_embedders
 from tessera.cli_restore import add_parser as add_restore_parser
 from tessera.cli_run import add_parser as add_run_parser
+from tessera.cli_search import add_parsers as add_search_parsers
+from tessera.cli_search import print_hits
+from tessera.cli_version import tessera_version
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
 from tessera.errors import AccessDenied, ConfigError, InvalidArgument, SourceBlobMissing
-from tessera.search import SearchHit, SearchOptions, principal_from_config, search, show
-from tessera.search.citations import parse_citation
-from tessera.search.principal import IdentityStore, Principal, read_identity_file
-from tessera.search.query import MAX_K, check_query, for_tenant
+
+__all__ = ["build_parser", "main", "make_embedder", "print_hits"]
 
 
 def make_embedder(cfg: TesseraConfig, fake: bool) -> Embedder:
     """The configured model (``embedding``), or the hash embedder with ``--fake-embedder``."""
     return make_embedders(cfg, fake)[0]
-
-
-def print_hits(hits: Sequence[SearchHit]) -> None:
-    if not hits:
-        print("no results")
-    for n, h in enumerate(hits, 1):
-        crumb = " > ".join(h.heading_path) or "(top)"
-        snippet = " ".join(h.text.split())[:160]
-        print(f"{n}. {h.score:.3f}  {h.doc_id}#{h.anchor}  [{crumb}]  {h.citation.locator()}")
-        print(f"   {snippet}")
-        print(f"   cite {h.citation}")
-        for src in h.sources[1:]:  # the same content elsewhere (exact copies, folded near duplicates)
-            c = src.citation
-            print(f"   also ({src.relation}) {c.doc_id} {c.locator()}  cite {c}")
-
-
-def _principal(args: argparse.Namespace, cfg: TesseraConfig) -> Principal | None:
-    """From ``--identity FILE`` (an API key, resolved server-side) or the operator's
-    ``--tenant/--user`` (looked up in the tenant's user directory)."""
-    if args.identity:
-        if cfg.api_keys_file is None:
-            raise ConfigError("api_keys_file", "--identity needs api_keys_file in the configuration")
-        store = IdentityStore.load(cfg, cfg.api_keys_file)
-        return store.principal(read_identity_file(Path(args.identity)))
-    if not args.tenant or not args.user:
-        raise InvalidArgument("--identity", "give --identity FILE, or --tenant and --user")
-    return principal_from_config(cfg, args.tenant, args.user)
-
-
-def _cmd_search(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    from tessera.search.audit import AuditLog, search_record
-
-    check_query(args.query)
-    opts = SearchOptions(
-        k=args.k,
-        mode=args.mode,
-        as_of=args.as_of,
-        model_version=args.model_version,
-        expand=args.expand,
-        token_budget=args.budget,
-        include_flagged=args.include_flagged,
-    )  # every option checked before anything is read
-    principal = _principal(args, cfg)
-    embedders = make_embedders(cfg, args.fake_embedder)
-    embedder = embedders[0] if principal is None else for_tenant(cfg.store.uri, principal.tenant, embedders)
-    counter = None
-    if args.expand or args.budget:
-        from tessera.chunking.tokens import load_counter
-        from tessera.embedding.model_files import model_dir
-
-        counter = load_counter(model_dir(cfg.embedding))
-    hits = search(cfg.store.uri, embedder, principal, args.query, options=opts, counter=counter)
-    tenant, user = (principal.tenant, principal.user) if principal else (args.tenant, args.user)
-    ids = [h.chunk_id for h in hits]
-    record = search_record("cli", tenant, user, args.query, args.mode, args.k, ids, principal is not None)
-    AuditLog(cfg.store.work_dir).append(record)  # before any output: AuditError fails the search
-    if args.json:
-        out = [{**asdict(h), "citation": {**asdict(h.citation), "id": str(h.citation)}} for h in hits]
-        print(json.dumps(out, indent=2, ensure_ascii=False))
-    else:
-        print_hits(hits)
-    return 0
-
-
-def _cmd_show(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    from tessera.search.audit import AuditLog, fetch_record
-
-    parse_citation(args.citation)  # a malformed citation is InvalidArgument: its syntax is public
-    embedder = make_embedder(cfg, args.fake_embedder)
-    principal = _principal(args, cfg)
-    tenant, user = (principal.tenant, principal.user) if principal else (args.tenant, args.user)
-    audit = AuditLog(cfg.store.work_dir)
-    try:
-        sl = show(cfg.store.uri, embedder, principal, args.citation)
-    except AccessDenied:  # absent or unreadable: the same line either way
-        audit.append(fetch_record("cli", "show", tenant, user, args.citation, None))
-        print("tessera: not found", file=sys.stderr)
-        return 1
-    audit.append(fetch_record("cli", "show", tenant, user, args.citation, sl.citation.chunk_id))
-    c = sl.citation
-    print(f"# {c}  {c.uri}  revision {c.revision[:16]}  {c.locator()}  #{c.anchor}")
-    print(sl.text)
-    return 0
 
 
 def _cmd_serve(args: argparse.Namespace, cfg: TesseraConfig) -> int:
@@ -191,6 +109,9 @@ def _cmd_purge(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     if not args.yes:
         raise InvalidArgument("--yes", f"refusing to purge {args.tenant!r} without --yes")
     report = purge_tenant(connect(cfg.store.uri), cfg.store.uri, cfg.store.work_dir, args.tenant)
+    if args.json:
+        print(json.dumps({"tenant": args.tenant, **report}, indent=2, default=str))
+        return 0
     print(f"purged tenant {args.tenant}: tables {report['tables']}, paths {report['paths']}")
     return 0
 
@@ -247,20 +168,14 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
-def _cmd_config(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    print(f"{cfg.path}: ok, tenants {sorted(cfg.tenants)}, store {cfg.store.uri}")
-    return 0
-
-
-def _who(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--identity", help="identity file holding your api_key (resolved via api_keys_file)")
-    p.add_argument("--tenant", help="operator mode: the tenant (with --user)")
-    p.add_argument("--user", help="operator mode: a user of the tenant's directory")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tessera", description="Tessera: a provenance-exact RAG index.")
-    p.add_argument("--config", default=os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"))
+    p.add_argument("--version", action="version", version=f"tessera {tessera_version()}")
+    p.add_argument(
+        "--config",
+        default=os.environ.get("TESSERA_CONFIG", "examples/tessera.yaml"),
+        help="the configuration file (default: $TESSERA_CONFIG, else examples/tessera.yaml)",
+    )
     p.add_argument(
         "--fake-embedder",
         action="store_true",
@@ -270,29 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     add_model_parser(sub)
     add_run_parser(sub)
-    s = sub.add_parser("search", help="search as a user; filters apply before ranking")
-    _who(s)
-    s.add_argument("--k", type=int_option(1, MAX_K), default=5)
-    s.add_argument("--mode", choices=["dense", "lexical", "hybrid"], default="hybrid")
-    s.add_argument("--expand", type=expand_option, help="parent or neighbors:N (small-to-big, re-authorized)")
-    s.add_argument("--budget", type=int_option(1), help="token budget of the final context")
-    s.add_argument("--include-flagged", action="store_true", help="also return chunks flagged at parse time")
-    s.add_argument("--as-of", type=time_option, help="ISO-8601 time for effective dates (default: now, UTC)")
-    s.add_argument("--model-version", help="refuse to answer unless the index uses this model version")
-    s.add_argument("--json", action="store_true")
-    s.add_argument("query")
-    s.set_defaults(func=_cmd_search)
-    sh = sub.add_parser("show", help="print the exact source slice of a citation (authorized)")
-    _who(sh)
-    sh.add_argument("citation", help="tessera:<tenant>/<chunk id>, or a chunk id")
-    sh.set_defaults(func=_cmd_show)
+    add_search_parsers(sub)
     sv = sub.add_parser("serve", help="serve the HTTP API (API-key auth)")
-    sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int_option(1, 65535), default=8000)
+    sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    sv.add_argument("--port", type=int_option(1, 65535), default=8000, help="the TCP port (default 8000)")
     sv.set_defaults(func=_cmd_serve)
     v = sub.add_parser("versions", help="list a tenant's publications")
-    v.add_argument("--tenant", required=True)
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--tenant", required=True, help="the tenant whose publications to list")
+    v.add_argument("--json", action="store_true", help="print the publications as JSON")
     v.set_defaults(func=_cmd_versions)
     add_restore_parser(sub, _index)
     add_doctor_parser(sub, lambda args, cfg: _index(args, cfg).model_key)
@@ -300,24 +200,24 @@ def build_parser() -> argparse.ArgumentParser:
         dest="sources_cmd", required=True
     )
     chk = src.add_parser("check", help="list a tenant's source: verdict and counts, without indexing")
-    chk.add_argument("--tenant", required=True)
-    chk.add_argument("--json", action="store_true")
+    chk.add_argument("--tenant", required=True, help="the tenant whose source to list")
+    chk.add_argument("--json", action="store_true", help="print the full status as JSON")
     chk.set_defaults(func=_cmd_sources_check)
     ten = sub.add_parser("tenant", help="tenant data").add_subparsers(dest="tenant_cmd", required=True)
     pur = ten.add_parser("purge", help="delete ALL of a tenant's tables, caches, sources and runs")
-    pur.add_argument("tenant")
+    pur.add_argument("tenant", help="the tenant id (also one no longer in the configuration)")
     pur.add_argument("--yes", action="store_true", help="confirm the deletion")
+    pur.add_argument("--json", action="store_true", help="print what was deleted as JSON")
     pur.set_defaults(func=_cmd_purge)
     li = sub.add_parser("lineage", help="where a chunk came from: source bytes, versions, runs, duplicates")
-    li.add_argument("chunk_id", nargs="?")
-    li.add_argument("--tenant", required=True)
+    li.add_argument("chunk_id", nargs="?", help="the chunk whose lineage to print")
+    li.add_argument("--tenant", required=True, help="the tenant of the chunk")
     li.add_argument("--html", metavar="OUT", help="write the HTML lineage report, one page per document")
     li.add_argument("--doc", action="append", help="with --html: only these documents")
-    li.add_argument("--json", action="store_true")
+    li.add_argument("--json", action="store_true", help="print the lineage as JSON")
     li.set_defaults(func=_cmd_lineage)
     add_eval_parser(sub)
-    c = sub.add_parser("config", help="validate the configuration file")
-    c.set_defaults(func=_cmd_config)
+    add_config_parser(sub)
     return p
 
 

@@ -78,11 +78,11 @@ def _cmd_doctor(args: argparse.Namespace, cfg: TesseraConfig, key_of: KeyOf) -> 
 
 def add_parser(sub: Any, key_of: KeyOf) -> None:
     dr = sub.add_parser("doctor", help="check a tenant's tables; --repair fixes what is safe")
-    dr.add_argument("--tenant", required=True)
+    dr.add_argument("--tenant", required=True, help="the tenant whose store to check")
     dr.add_argument("--repair", action="store_true", help="repair what is safe (indexes, tags, records)")
     dr.add_argument(
         "--yes", action="store_true", help="with --repair: also re-point the table to its last good one"
     )
-    dr.add_argument("--json", action="store_true")
+    dr.add_argument("--json", action="store_true", help="print the findings as JSON")
     dr.add_argument("--run-id", help="the run id the repairs are logged under (default doctor-<random>)")
     dr.set_defaults(func=lambda args, cfg: _cmd_doctor(args, cfg, key_of))

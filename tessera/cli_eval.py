@@ -75,4 +75,4 @@ def add_parser(sub: Any) -> None:
     ev.add_argument("--set", choices=["wcxb", "mozilla", "trafilatura"], help="html: the data set's format")
     ev.add_argument("--out", type=Path, help="html: folder for report.json and worst_pages.md")
     ev.add_argument("--no-peers", action="store_true", help="html: score Tessera only")
-    ev.add_argument("--json", action="store_true")
+    ev.add_argument("--json", action="store_true", help="print the report as JSON")

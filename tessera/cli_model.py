@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tessera.boundary import int_option, run_id_option
+from tessera.cli_output import add_format_options, print_table, wants_json
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
 
@@ -69,7 +70,12 @@ def cmd_model(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
         cfg.tenant(args.tenant)
         moved = ActivePointer(connect(cfg.store.uri), args.tenant).rollback(args.run_id or "cli-rollback")
-        print(json.dumps({"tenant": args.tenant, "active": moved.model_key, "previous": moved.previous_key}))
+        if wants_json(args):
+            print(
+                json.dumps({"tenant": args.tenant, "active": moved.model_key, "previous": moved.previous_key})
+            )
+        else:
+            print(f"{args.tenant}: active {moved.model_key} (previous {moved.previous_key})")
         return 0
     tenants = [args.tenant] if args.tenant else sorted(cfg.tenants)
     for tenant in tenants:  # an unknown tenant is a ConfigError, never an empty status
@@ -102,22 +108,41 @@ def cmd_maintain(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         keep = (args.keep_versions, args.keep_run_tags)
         reports = maintain_tenant(db, cfg.store.work_dir, tenant, None, *keep)
         out += [{"tenant": tenant, **asdict(r)} for r in reports]
-    print(json.dumps(out, indent=2))
+    if wants_json(args):
+        print(json.dumps(out, indent=2))
+        return 0
+    rows = [
+        [r["tenant"], r["table"], r["versions_before"], r["versions_after"], len(r["kept"]),
+         len(r["run_tags_deleted"]), "yes" if r["compacted"] else "no"]
+        for r in out
+    ]  # fmt: skip
+    print_table(
+        ("tenant", "table", "versions before", "after", "kept", "run tags deleted", "compacted"), rows
+    )
     return 0
 
 
 def add_parser(sub: Any) -> None:
     mt = sub.add_parser("maintain", help="compact tables and prune old versions (tags and the last N kept)")
-    mt.add_argument("--tenant")
-    mt.add_argument("--keep-versions", type=int_option(1), default=10)
-    mt.add_argument("--keep-run-tags", type=int_option(0), default=20)
+    mt.add_argument("--tenant", help="the tenant to maintain (default: every tenant)")
+    mt.add_argument(
+        "--keep-versions",
+        type=int_option(1),
+        default=10,
+        help="untagged versions kept per table (default 10)",
+    )
+    mt.add_argument(
+        "--keep-run-tags", type=int_option(0), default=20, help="run tags kept per table (default 20)"
+    )
+    add_format_options(mt)
     mt.set_defaults(func=cmd_maintain)
     m = sub.add_parser("model", help="active model per tenant: status, rollback")
     msub = m.add_subparsers(dest="model_cmd", required=True)
     st = msub.add_parser("status", help="active and pending model per tenant, with progress")
-    st.add_argument("--tenant")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--tenant", help="one tenant (default: every tenant)")
+    st.add_argument("--json", action="store_true", help="print the status as JSON")
     rb = msub.add_parser("rollback", help="make the previous model active again (its table must be retained)")
-    rb.add_argument("--tenant", required=True)
-    rb.add_argument("--run-id", type=run_id_option)
+    rb.add_argument("--tenant", required=True, help="the tenant whose model to roll back")
+    rb.add_argument("--run-id", type=run_id_option, help="the run id the rollback is recorded under")
+    add_format_options(rb)
     m.set_defaults(func=cmd_model)

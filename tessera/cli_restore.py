@@ -64,7 +64,7 @@ def _cmd_restore(args: argparse.Namespace, cfg: TesseraConfig, index_of: IndexOf
 
 def add_parser(sub: Any, index_of: IndexOf) -> None:
     rs = sub.add_parser("restore", help="republish an earlier publication as a new version")
-    rs.add_argument("--tenant", required=True)
+    rs.add_argument("--tenant", required=True, help="the tenant to restore")
     target = rs.add_mutually_exclusive_group(required=True)
     target.add_argument(
         "--version", type=int_option(1), help="a publication's table version (tessera versions)"
@@ -82,5 +82,5 @@ def add_parser(sub: Any, index_of: IndexOf) -> None:
         "--dry-run", action="store_true", help="print what the restore would change, change nothing"
     )
     rs.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
-    rs.add_argument("--run-id", type=run_id_option)
+    rs.add_argument("--run-id", type=run_id_option, help="the run id the restore is recorded under")
     rs.set_defaults(func=lambda args, cfg: _cmd_restore(args, cfg, index_of))

@@ -1,7 +1,9 @@
 """``tessera run``: index tenants without Dagster, each one isolated from the others.
 
-Every selected tenant is attempted whatever another one did; each prints one JSON line (``ok``
-and its summary, or ``ok: false`` and the typed error), and the command exits 1 if any failed.
+Every selected tenant is attempted whatever another one did, and the command exits 1 if any
+failed. With ``--json`` (the default when stdout is not a terminal) each tenant prints one JSON
+line (``ok`` and its summary, or ``ok: false`` and the typed error); with ``--table`` (the
+default on a terminal) one table row each: documents, changes, chunks, the published version.
 A full disk or an unwritable work dir is a ``PublishError`` naming the path.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 from tessera import boundary
 from tessera.boundary import EXIT_ERROR, run_id_option
 from tessera.cli_model import make_embedders
+from tessera.cli_output import add_format_options, print_table, wants_json
 from tessera.config import TesseraConfig
 
 
@@ -41,8 +44,8 @@ def _run_one(rc: Any) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
-    """Every selected tenant is attempted, whatever another one did: one JSON line each
-    (``ok`` and the summary, or ``ok: false`` and the typed error), exit 1 if any failed."""
+    """Every selected tenant is attempted, whatever another one did: one JSON line or table row
+    each (``ok`` and the summary, or ``ok: false`` and the typed error), exit 1 if any failed."""
     from tessera.pipeline.run import RunContext
 
     tenants = list(dict.fromkeys(args.tenant or sorted(cfg.tenants)))
@@ -51,6 +54,7 @@ def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     embedder, *serving = make_embedders(cfg, args.fake_embedder)
     run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     failed: list[str] = []
+    as_json, lines = wants_json(args), []
     for tenant in tenants:
         try:
             allow, others = args.allow_mass_delete, tuple(serving)
@@ -61,15 +65,52 @@ def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
             failed.append(tenant)
             print(f"tessera: {type(err).__name__}: tenant {tenant}: {err}", file=sys.stderr)
             line = {"tenant": tenant, "ok": False, "error": {"type": type(err).__name__, "message": str(err)}}
-        print(json.dumps(line, default=str), flush=True)
+        if as_json:
+            print(json.dumps(line, default=str), flush=True)
+        lines.append(line)
+    if not as_json:
+        print_run_table(lines)
     return EXIT_ERROR if failed else 0
+
+
+RUN_COLUMNS = (
+    "tenant",
+    "status",
+    "documents",
+    "changed",
+    "removed",
+    "chunks",
+    "embedded",
+    "version",
+    "+/~/-",
+)
+
+
+def run_row(line: dict[str, Any]) -> list[object]:
+    """One tenant's table row; a failed tenant shows its error type (the message is on stderr)."""
+    if not line["ok"]:
+        return [line["tenant"], f"FAILED ({line['error']['type']})", *["-"] * (len(RUN_COLUMNS) - 2)]
+    listing, chunk, embed = line.get("listing", {}), line.get("chunk", {}), line.get("embed", {})
+    pub = line.get("publish") or {}
+    changes = f"{pub.get('inserted', 0)}/{pub.get('updated', 0)}/{pub.get('deleted', 0)}" if pub else "-"
+    return [
+        line["tenant"], "ok", listing.get("documents", 0), listing.get("changed", 0),
+        listing.get("removed", 0), chunk.get("chunks", 0), embed.get("embedded", 0),
+        pub.get("version", "unchanged") if pub.get("committed", bool(pub)) else "unchanged", changes,
+    ]  # fmt: skip
+
+
+def print_run_table(lines: list[dict[str, Any]]) -> None:
+    print_table(RUN_COLUMNS, [run_row(x) for x in lines])
+    print("(+/~/-: chunks inserted, updated, deleted by the publish; --json for the full summary)")
 
 
 def add_parser(sub: Any) -> None:
     r = sub.add_parser("run", help="index tenants without Dagster (the Dagster job is `make run`)")
-    r.add_argument("--tenant", action="append")
-    r.add_argument("--run-id", type=run_id_option)
+    r.add_argument("--tenant", action="append", help="a tenant to index (repeatable; default: every tenant)")
+    r.add_argument("--run-id", type=run_id_option, help="the run id (default cli-<time>-<random>)")
     r.add_argument(
         "--allow-mass-delete", action="store_true", help="override the mass-deletion guard for this run"
     )
+    add_format_options(r)
     r.set_defaults(func=cmd_run)
