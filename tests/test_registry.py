@@ -13,6 +13,19 @@ from tessera.parsing.markdown import MarkdownParser
 from tessera.registry import DuplicateRegistration, Registry, UnknownName
 
 
+@pytest.fixture(autouse=True)
+def isolated_registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plug-ins these tests register vanish afterwards: every chunker's version is part of
+    the chunking config hash, so a leftover test chunker would change every later chunk id."""
+    from tessera.parsing.code_languages import LANGUAGES
+    from tessera.sources.registry import CONNECTORS
+
+    for reg in (chunking.CHUNKERS, parsing.PARSERS, parsing.EXTENSIONS, LANGUAGES, CONNECTORS):
+        reg.names()  # built-ins loaded first, so the restored copy holds them
+        monkeypatch.setattr(reg, "_entries", dict(reg._entries))
+    monkeypatch.setattr(parsing, "_CANONICAL", dict(parsing._CANONICAL))
+
+
 def test_a_name_is_taken_once() -> None:
     r: Registry[int] = Registry("widget")
     r.register("a", 1)
@@ -90,3 +103,8 @@ def test_a_source_kind_is_registered_once() -> None:
     assert "test-memory" in CONNECTORS and "folder" in CONNECTORS
     with pytest.raises(DuplicateRegistration):
         register_connector("test-memory", lambda t: MemoryConnector(t.tenant_id, {}, t.default_access))
+
+
+def test_registrations_do_not_leak_between_tests() -> None:
+    assert "test-plugin-structural" not in chunking.CHUNKERS  # registered by the tests above
+    assert parsing.parser_for_path("x.testnotes") is None
