@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test lint typecheck bench dev clean ocr browser reliability
+.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser reliability
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory ocr
@@ -47,7 +47,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy tessera assets resources pipelines bench
 
 test: $(STAMP) browser lint typecheck
-	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard
+	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard -m "not slow" --durations=15
+
+# Tests over a minute each (e.g. the Dagster job with every step in its own process).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow
 
 # The scenarios of ../shared/RELIABILITY.md and the safety classes, one board: `N/M scenarios hold`.
 reliability: $(STAMP) browser

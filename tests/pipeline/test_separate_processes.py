@@ -19,6 +19,7 @@ DOCS: dict[str, str | bytes] = {
 }
 
 
+@pytest.mark.slow
 def test_each_step_in_its_own_process_publishes_the_cli_table(
     ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
