@@ -21,7 +21,6 @@ executor stages identical rows.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -34,7 +33,6 @@ from tessera.errors import ConfigError
 
 A = TypeVar("A")
 B = TypeVar("B")
-log = logging.getLogger(__name__)
 
 
 class Executor(Protocol):

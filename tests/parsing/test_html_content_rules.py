@@ -16,7 +16,8 @@ from tessera.parsing.html_boiler import DEFAULT_PARAMS, ContentParams
 from tessera.parsing.html_content import compute_stats, mark_hidden
 from tessera.parsing.html_score import score_tree
 from tessera.parsing.html_tree import Node, TreeLimits, build_tree
-from tessera.types import ParsedDocument, SourceDocument, sha256_hex
+from tessera.types import ParsedDocument
+from tests.test_html_extraction import _doc
 
 ARTICLE = [
     "The river valley was settled by farmers who terraced the slopes and built stone walls "
@@ -38,18 +39,6 @@ OTHER = [
     "Does anyone know whether the walls are protected now, or can the owners pull them down "
     "whenever they like, as happened near our village a few years ago?",
 ]
-
-
-def _doc(raw: bytes) -> SourceDocument:
-    return SourceDocument(
-        tenant="t",
-        doc_id="p.html",
-        uri="file:///p.html",
-        revision=sha256_hex(raw),
-        content_type="text/html",
-        readers=(),
-        groups=(),
-    )
 
 
 def parse_raw(raw: bytes, params: ContentParams | None = None) -> ParsedDocument:
