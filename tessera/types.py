@@ -11,6 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,7 @@ class SourceDocument:
     (``hr/_access.yaml``), ``default``, or the connector's own (``s3-metadata``). Provenance,
     not filterable, so not part of ``meta_hash``."""
 
-    @property
+    @cached_property  # a listing asks several times per document; the fields are frozen
     def meta_hash(self) -> str:
         return canonical_hash(
             {

@@ -9,16 +9,20 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tessera.api import HitModel
 from tessera.chunking.dedup import (
     Entry,
     MinHasher,
     Outcome,
+    Sketch,
     dedupe,
     jaccard,
     near_duplicates,
     rows_per_band,
+    sketch,
     text_checksum,
 )
 from tessera.chunking.profile import DedupConfig
@@ -311,3 +315,104 @@ def test_sources_list_every_readable_copy_beyond_the_ranking_cutoff(ws: Any) -> 
         assert set(_source_texts(ws, hit)) == {SHARED}
     bob_docs = {s.citation.doc_id for s in _hits(ws, "bob", SHARED, k=1)[0].sources}
     assert bob_docs == {f"copy0{i}.md" for i in range(4)}
+
+
+def test_a_rebuild_skips_the_live_band_lookup(dup_ws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every live document is replaced (a new profile): no live row can be a candidate, so the
+    band lookup (a scan of the live table's band column) is not run; dedup inside the run
+    still finds every copy. An incremental run still looks up live rows."""
+    import tessera.pipeline.steps as steps
+
+    dup_ws.run("acme", "r1")
+    dup_ws.chunking["target_tokens"] = 140  # a new profile: every document is chunked again
+
+    def refuse(_table: Any, keys: set[str], _exclude: set[str]) -> list[dict[str, Any]]:
+        if keys:
+            raise AssertionError("band lookup on a rebuild")
+        return []
+
+    with monkeypatch.context() as m:
+        m.setattr(steps, "band_candidates", refuse)
+        out = dup_ws.run("acme", "r2")
+    assert out["chunk"]["chunks"] > 0 and out["listing"]["changed"] == 3
+    assert out["chunk"]["exact_duplicates"] == 1 and out["chunk"]["near_duplicates"] == 1
+    assert out["chunk"]["dedup_live_candidates"] == 0
+    (dup_ws.root / "corpus" / "acme" / "d.md").write_text(f"{edit_one_word(NEAR, 30)}\n", encoding="utf-8")
+    with monkeypatch.context() as m, pytest.raises(AssertionError, match="band lookup"):
+        m.setattr(steps, "band_candidates", refuse)
+        dup_ws.run("acme", "r3")
+
+
+# ----------------------------------------------------------------------------- sketches
+
+
+def _reference_clusters(sigs: list[Any], hasher: MinHasher) -> list[frozenset[int]]:
+    """The components of the first release's dict-of-band-keys clustering (same pairs compared)."""
+    parent = list(range(len(sigs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    buckets: dict[str, list[int]] = {}
+    for i, sig in enumerate(sigs):
+        if sig is not None:
+            for key in hasher.bands(sig):
+                buckets.setdefault(key, []).append(i)
+    for members in buckets.values():
+        for n in range(1, len(members)):
+            for j in members[max(0, n - 256) : n]:
+                if jaccard(sigs[j], sigs[members[n]]) >= hasher.threshold:
+                    parent[find(j)] = find(members[n])
+    groups: dict[int, set[int]] = {}
+    for i in range(len(sigs)):
+        groups.setdefault(find(i), set()).add(i)
+    return sorted(frozenset(g) for g in groups.values() if len(g) > 1)  # type: ignore[type-var]
+
+
+def _components(roots: list[int]) -> list[frozenset[int]]:
+    groups: dict[int, set[int]] = {}
+    for i, r in enumerate(roots):
+        groups.setdefault(r, set()).add(i)
+    return sorted(frozenset(g) for g in groups.values() if len(g) > 1)  # type: ignore[type-var]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)), min_size=2, max_size=60))
+def test_numpy_clusters_equal_the_reference(plan: list[tuple[int, int]]) -> None:
+    """Texts built from 41 bases with 0-3 edits each: many near copies, some chains."""
+    from tessera.chunking.dedup import _clusters
+
+    hasher = MinHasher(threshold=0.8)
+    texts = []
+    for base, edits in plan:
+        text = paragraph(base, words=60)
+        for e in range(edits):
+            text = edit_one_word(text, 10 + 15 * e)
+        texts.append(text)
+    sigs = [hasher.signature(t) for t in texts]
+    assert _components(_clusters(sigs, hasher)) == _reference_clusters(sigs, hasher)
+    sketched = [sketch(t, hasher).signature for t in texts]  # uint32, as the workers send them
+    assert _components(_clusters(sketched, hasher)) == _reference_clusters(sigs, hasher)
+
+
+def test_dedupe_with_sketches_equals_dedupe_with_texts() -> None:
+    """The worker's sketches (no text) give exactly the outcomes of the texts themselves,
+    live candidates included; short texts, exact and near copies, empty texts."""
+    cfg = DedupConfig(threshold=0.8)
+    hasher = MinHasher.of(cfg)
+    texts = [paragraph(i, words=80) for i in range(30)]
+    texts += [edit_one_word(texts[3], 40), texts[5], "# Guide", "", "ok then", texts[7]]
+    staged = [Entry(f"s{i:02d}", f"d{i % 7}", i, t) for i, t in enumerate(texts)]
+    sketched = [Entry(e.id, e.doc_id, e.position, "", sketch=sketch(e.text, hasher)) for e in staged]
+    live_rows = [Entry("L1", "live.md", 0, edit_one_word(texts[9], 20), True, "g-live")]
+
+    def fetch(keys: set[str]) -> list[Entry]:
+        return [e for e in live_rows if set(hasher.bands(hasher.signature(e.text))) & keys]
+
+    a, b = dedupe(staged, cfg, fetch), dedupe(sketched, cfg, fetch)
+    assert a == b
+    assert a.near_duplicates >= 2 and a.exact_duplicates >= 2 and a.live_candidates == 1
+    assert a.outcomes["s09"].group == "g-live"  # anchored to the live row's group
+    assert sketch("# Guide", hasher) == Sketch(text_checksum("# Guide"), False)

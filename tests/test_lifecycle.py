@@ -254,7 +254,10 @@ def test_acl_only_change_reuses_vectors_and_changes_readers(ws: Any) -> None:
     assert out["listing"]["changed"] == 0
     assert out["listing"]["meta_only"] == 1
     assert out["embed"]["embedded"] == 0
-    assert out["embed"]["cache_hits"] > 0
+    # relabelled in place (tessera.pipeline.relabel): not parsed, chunked or embedded again,
+    # not even from the embedding cache
+    assert out["listing"]["relabel"] == 1 and out["parse"]["parsed"] == 0
+    assert out["embed"]["texts"] == 0
     assert ws.embedder.calls == []
     assert cache_state(ws, "acme") == cached
     assert out["publish"]["committed"] is True

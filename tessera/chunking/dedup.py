@@ -28,15 +28,13 @@ column) with a staged chunk, so a run reads text proportional to its candidates.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from tessera.chunking.identity import dedup_key, text_checksum
+from tessera.chunking.minhash import MinHasher, Signature, Sketch, jaccard, rows_per_band, sketch
 from tessera.chunking.profile import DedupConfig
 
 __all__ = [
@@ -44,86 +42,25 @@ __all__ = [
     "Entry",
     "MinHasher",
     "Outcome",
+    "Sketch",
     "dedup_key",
     "dedupe",
     "jaccard",
     "near_duplicates",
     "rows_per_band",
+    "sketch",
     "text_checksum",
 ]
 
-Signature = npt.NDArray[np.uint64]
-_PRIME = np.uint64((1 << 31) - 1)
-_SEED = 20240601
-_RECALL = 0.995
 _BUCKET_LIMIT = 256
-_WORD = re.compile(r"\w+")
 
 
-def rows_per_band(permutations: int, threshold: float) -> int:
-    """The most rows per band whose LSH still finds a pair at ``threshold`` with 99.5% odds."""
-    for r in range(permutations, 1, -1):
-        if 1.0 - (1.0 - threshold**r) ** (permutations // r) >= _RECALL:
-            return r
-    return 1
-
-
-class MinHasher:
-    """Deterministic MinHash over lower-cased word shingles, with LSH band keys."""
-
-    def __init__(self, shingle: int = 5, permutations: int = 64, threshold: float = 0.9) -> None:
-        rng = np.random.default_rng(_SEED)
-        self.shingle, self.permutations, self.threshold = shingle, permutations, threshold
-        self._a = rng.integers(1, int(_PRIME), size=permutations, dtype=np.uint64)[:, None]
-        self._b = rng.integers(0, int(_PRIME), size=permutations, dtype=np.uint64)[:, None]
-        self.rows = rows_per_band(permutations, threshold)
-        self._salt = f"{shingle}:{permutations}:{self.rows}:".encode()
-
-    @classmethod
-    def of(cls, cfg: DedupConfig) -> MinHasher:
-        return cls(cfg.shingle, cfg.permutations, cfg.threshold)
-
-    def shingles(self, text: str) -> set[str]:
-        words = _WORD.findall(text.lower())
-        if len(words) <= self.shingle:
-            return {" ".join(words)} if words else set()
-        return {" ".join(words[i : i + self.shingle]) for i in range(len(words) - self.shingle + 1)}
-
-    def signature(self, text: str) -> Signature | None:
-        """``permutations`` minima of ``(a*x + b) mod p``; None for a text without words."""
-        grams = self.shingles(text)
-        if not grams:
-            return None
-        x = np.fromiter(
-            (int.from_bytes(hashlib.blake2b(g.encode(), digest_size=4).digest(), "big") for g in grams),
-            dtype=np.uint64,
-            count=len(grams),
-        )
-        sig: Signature = ((self._a * (x % _PRIME)[None, :] + self._b) % _PRIME).min(axis=1)
-        return sig
-
-    def bands(self, sig: Signature | None) -> tuple[str, ...]:
-        """LSH band keys; two signatures sharing one key are candidates. Keys name the config."""
-        if sig is None:
-            return ()
-        r = self.rows
-        return tuple(
-            hashlib.blake2b(
-                self._salt + i.to_bytes(2, "big") + sig[i * r : (i + 1) * r].astype("<u8").tobytes(),
-                digest_size=8,
-            ).hexdigest()
-            for i in range(self.permutations // r)
-        )
-
-
-def jaccard(a: Signature, b: Signature) -> float:
-    """The Jaccard similarity estimated from two signatures."""
-    return float(np.mean(a == b))
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per staged chunk: no __dict__
 class Entry:
-    """A chunk as dedup sees it. ``group`` is a live row's stored ``dup_group``."""
+    """A chunk as dedup sees it. ``group`` is a live row's stored ``dup_group``.
+
+    A staged chunk may come with its :class:`Sketch` (computed by the chunk worker) and no
+    text; a live row comes with its text, from which the sketch's parts are computed here."""
 
     id: str
     doc_id: str
@@ -131,17 +68,28 @@ class Entry:
     text: str
     live: bool = False
     group: str | None = None
+    sketch: Sketch | None = None
 
     @property
     def order(self) -> tuple[bool, str, int]:
         return (not self.live, self.doc_id, self.position)
 
+    @property
+    def key(self) -> str | None:
+        return self.sketch.key if self.sketch is not None else dedup_key(self.text)
+
+    @property
+    def checksum(self) -> str:
+        return self.sketch.checksum if self.sketch is not None else text_checksum(self.text)
+
 
 def _clusters(sigs: Sequence[Signature | None], hasher: MinHasher) -> list[int]:
     """Union-find roots: LSH candidates whose estimated Jaccard reaches the threshold.
 
-    A bucket compares each member with at most ``_BUCKET_LIMIT`` earlier ones, so a flood of
-    similar boilerplate costs O(n * limit), not O(n^2).
+    Candidates share all ``rows`` values of one band (grouped in numpy, per band, with no
+    per-key Python objects). Within a band group, in input order, each member is compared
+    with at most ``_BUCKET_LIMIT`` earlier ones, so a flood of similar boilerplate costs
+    O(n * limit), not O(n^2).
     """
     parent = list(range(len(sigs)))
 
@@ -151,21 +99,27 @@ def _clusters(sigs: Sequence[Signature | None], hasher: MinHasher) -> list[int]:
             i = parent[i]
         return i
 
-    present = {i: s for i, s in enumerate(sigs) if s is not None}
-    buckets: dict[str, list[int]] = {}
-    for i, sig in present.items():
-        for key in hasher.bands(sig):
-            buckets.setdefault(key, []).append(i)
-    for members in buckets.values():
-        for n in range(1, len(members)):
-            i = members[n]
-            earlier = [j for j in members[max(0, n - _BUCKET_LIMIT) : n] if find(j) != find(i)]
-            if not earlier:
-                continue
-            estimates = (np.stack([present[j] for j in earlier]) == present[i]).mean(axis=1)
-            for j, est in zip(earlier, estimates, strict=True):
-                if est >= hasher.threshold:
-                    parent[find(j)] = find(i)
+    index = [i for i, s in enumerate(sigs) if s is not None]
+    if len(index) < 2:
+        return [find(i) for i in range(len(sigs))]
+    m = np.stack([np.asarray(sigs[i], np.uint32) for i in index])
+    r = hasher.rows
+    for b in range(hasher.permutations // r):
+        band = np.ascontiguousarray(m[:, b * r : (b + 1) * r]).view(np.dtype((np.void, 4 * r))).ravel()
+        _, groups = np.unique(band, return_inverse=True)
+        order = np.argsort(groups, kind="stable")  # members of a group together, in input order
+        cuts = np.flatnonzero(np.diff(groups[order])) + 1
+        for members in np.split(order, cuts):
+            for n in range(1, len(members)):
+                i = index[members[n]]
+                window = members[max(0, n - _BUCKET_LIMIT) : n]
+                earlier = [j for j in window if find(index[j]) != find(i)]
+                if not earlier:
+                    continue
+                estimates = (m[earlier] == m[members[n]]).mean(axis=1)
+                for j, est in zip(earlier, estimates, strict=True):
+                    if est >= hasher.threshold:
+                        parent[find(index[j])] = find(i)
     return [find(i) for i in range(len(sigs))]
 
 
@@ -185,10 +139,10 @@ def near_duplicates(
     known = {} if known is None else known
     by_text: dict[str, list[Entry]] = {}
     for it in items:
-        if (key := dedup_key(it.text)) is not None:
+        if (key := it.key) is not None:
             by_text.setdefault(key, []).append(it)
     texts = list(by_text)
-    sigs = [known[t] if t in known else hasher.signature(by_text[t][0].text) for t in texts]
+    sigs = [known[t] if t in known else _signature(by_text[t][0], hasher) for t in texts]
     roots = _clusters(sigs, hasher)
     members: dict[int, list[Entry]] = {}
     for t, root in zip(texts, roots, strict=True):
@@ -197,12 +151,16 @@ def near_duplicates(
     for group in members.values():
         canon = min(group, key=lambda e: e.order)
         for e in group:
-            if e.text != canon.text:
+            if e.key != canon.key:  # the key is the text's checksum: another text
                 out[e.id] = canon.id
     return out
 
 
-@dataclass(frozen=True)
+def _signature(e: Entry, hasher: MinHasher) -> Signature | None:
+    return e.sketch.signature if e.sketch is not None else hasher.signature(e.text)
+
+
+@dataclass(frozen=True, slots=True)  # one per staged chunk: no __dict__
 class Outcome:
     """What a staged chunk carries into its row."""
 
@@ -222,36 +180,45 @@ class DedupReport:
 def dedupe(
     staged: Sequence[Entry],
     cfg: DedupConfig,
-    fetch_live: Callable[[set[str]], Iterable[Entry]] = lambda _keys: (),
+    fetch_live: Callable[[set[str]], Iterable[Entry]] | None = None,
 ) -> DedupReport:
     """Groups, flags and band keys for the staged chunks, against the live candidates.
 
     ``fetch_live(band keys)`` returns live rows (``live=True``) of documents this run does not
-    replace that share at least one band key; only those are read and compared.
+    replace that share at least one band key; only those are read and compared (``None``:
+    there are none). Staged
+    entries with a :class:`Sketch` reuse its signature and band keys.
     """
     hasher = MinHasher.of(cfg)
     known: dict[str, Signature | None] = {}
+    bands: dict[str, tuple[str, ...]] = {}
     for e in staged:
-        if (key := dedup_key(e.text)) is not None and key not in known:
-            known[key] = hasher.signature(e.text)
-    bands = {e.id: hasher.bands(known.get(text_checksum(e.text))) for e in staged}
-    live = list(fetch_live({k for keys in bands.values() for k in keys}))
+        key = e.key
+        if key is not None and key not in known:
+            known[key] = _signature(e, hasher)
+        if e.sketch is not None:
+            bands[e.id] = e.sketch.bands
+        else:
+            bands[e.id] = hasher.bands(known[key]) if key is not None else ()
+    # None: no live row can be a candidate (no table yet, or every live document is replaced),
+    # so the run's band keys are not even collected
+    live = [] if fetch_live is None else list(fetch_live({k for keys in bands.values() for k in keys}))
     items = [*live, *staged]
     near = near_duplicates(items, cfg, hasher, known)
-    by_id = {e.id: e for e in items}
+    canonical = set(near.values())
+    by_id = {e.id: e for e in items if e.id in canonical}
     first: dict[str, tuple[bool, str, int]] = {}
     for e in items:
-        if (key := dedup_key(e.text)) is not None:
+        if (key := e.key) is not None:
             first[key] = min(first.get(key, e.order), e.order)
     outcomes: dict[str, Outcome] = {}
     exact = 0
     for e in staged:
-        own = text_checksum(e.text)
+        own = e.checksum
         exact += first.get(own, e.order) != e.order
         canon = by_id.get(near.get(e.id, ""))
         if canon is None:
             outcomes[e.id] = Outcome(own, False, bands[e.id])
         else:
-            group = canon.group or text_checksum(canon.text)
-            outcomes[e.id] = Outcome(group, True, bands[e.id])
+            outcomes[e.id] = Outcome(canon.group or canon.checksum, True, bands[e.id])
     return DedupReport(outcomes, exact, sum(o.near_duplicate for o in outcomes.values()), len(live))

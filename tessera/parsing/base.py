@@ -90,9 +90,19 @@ def get_parser(content_type: str) -> Parser:
         raise DocumentError("?", "unsupported_type", f"no parser for content type {content_type!r}") from None
 
 
+def path_suffix(path: str) -> str:
+    """``PurePosixPath(path).suffix``, by string operations where that is exact (no ``.`` part,
+    no trailing slash): a listing asks for every file, several times."""
+    if "/." in path or path.endswith("/") or path in (".", ".."):
+        return PurePosixPath(path).suffix
+    name = path.rsplit("/", 1)[-1]
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
+
+
 def parser_for_path(path: str) -> str | None:
     """Content type for a file name, or None when no parser handles it."""
-    ext = PurePosixPath(path).suffix.lower()
+    ext = path_suffix(path).lower()
     return EXTENSIONS.get(ext) if ext in EXTENSIONS else None
 
 

@@ -19,6 +19,7 @@ from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.model_files import model_dir
 from tessera.errors import ConfigError, PublishError
+from tessera.pipeline.staging import LISTING
 from tessera.search.fusion import split
 from tessera.serde import doc_from_json
 from tessera.sources.base import SourceConnector
@@ -118,7 +119,7 @@ class RunContext:
         return split(np.load(self.workspace / SENTENCE_VECTORS), [int(n) for n in counts])
 
     def write(self, name: str, data: Any) -> None:
-        if name == "listing.json":
+        if name == LISTING:
             self._listing = None
         self.workspace.mkdir(parents=True, exist_ok=True)
         tmp = self.workspace / f".{name}.tmp"
@@ -129,14 +130,14 @@ class RunContext:
         """``listing.json`` and its documents by id, decoded once per version of the file: the
         steps of a run in this context share it; this context's own write of the listing, or a
         changed size, modification time or inode, decodes it again."""
-        path = self.workspace / "listing.json"
+        path = self.workspace / LISTING
         try:
             st = path.stat()
         except FileNotFoundError:
             raise PublishError(f"{path} is missing: run the upstream step first") from None
         key = (st.st_size, st.st_mtime_ns, st.st_ino)
         if self._listing is None or self._listing[0] != key:
-            data = self.read("listing.json")
+            data = self.read(LISTING)
             self._listing = (key, data, {d["doc_id"]: doc_from_json(d) for d in data["documents"]})
         return self._listing[1], self._listing[2]
 

@@ -127,7 +127,7 @@ def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateRe
     q = rc.config.tenant(rc.tenant).quality
     if q is None:
         return GateResult("skipped", "no golden questions configured")
-    listing = rc.read("listing.json")
+    listing = rc.listing()[0]
     current = {d["doc_id"]: d["revision"] for d in listing["documents"]}
     try:
         questions = _questions(rc, q, current)
@@ -198,7 +198,7 @@ def cutover_gate(rc: RunContext, active_table: Any, active_embedder: Embedder) -
     new_table = rc.index.table()
     if q is None or new_table is None:
         return GateResult("skipped", "no golden questions configured" if q is None else "no new table")
-    current = {d["doc_id"]: d["revision"] for d in rc.read("listing.json")["documents"]}
+    current = {d["doc_id"]: d["revision"] for d in rc.listing()[0]["documents"]}
     try:
         questions = _questions(rc, q, current)
     except EvaluationError as e:

@@ -9,6 +9,6 @@ from tessera.pipeline.context import RunContext
 
 
 def lineage_step(rc: RunContext) -> dict[str, Any]:
-    changed = set(rc.read("listing.json")["to_parse"])
+    changed = set(rc.listing()[0]["to_parse"])
     page = write_report(rc.index, rc.config.store.uri, rc.workspace / "lineage", changed)
     return {"report": str(page), "documents": len(changed), "sample": provenance_sample(rc.index, changed)}

@@ -8,6 +8,8 @@ from typing import Any
 
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
 from tessera.pipeline.context import RunContext
+from tessera.pipeline.relabel import split_meta_only
+from tessera.pipeline.staging import LISTING
 from tessera.serde import doc_to_json
 from tessera.sources.base import Listing, Verdict
 from tessera.sources.policy import POLICY_FILE
@@ -127,6 +129,9 @@ class Diff:
     planned_from: str = ""
     old_chunks: dict[str, int] = field(default_factory=dict)
     moved: frozenset[str] = frozenset()
+    relabel: list[str] = field(default_factory=list)
+    """Metadata-only changes whose live rows are relabelled, not rebuilt
+    (:mod:`tessera.pipeline.relabel`); ``meta_only`` holds the ones parsed again."""
 
     @property
     def fingerprint(self) -> str:
@@ -181,7 +186,10 @@ def diff(rc: RunContext) -> Diff:
     revisions = {d.revision for d in listing.documents}
     moved = frozenset(d for d in removed if live[d].revision in revisions)
     old = {d: live[d].chunks for d in changed + removed if d in live}
-    return Diff(listing, changed, meta_only, removed, len(live), plan_fingerprint(live), old, moved)
+    by_id = {d.doc_id: d for d in listing.documents}
+    relabel, meta_only = split_meta_only(rc.index.table() if meta_only else None, meta_only, by_id)
+    fingerprint = plan_fingerprint(live)
+    return Diff(listing, changed, meta_only, removed, len(live), fingerprint, old, moved, relabel)
 
 
 def check_sources(rc: RunContext) -> dict[str, Any]:
@@ -194,7 +202,8 @@ def check_sources(rc: RunContext) -> dict[str, Any]:
         "documents": len(d.listing.documents),
         "failed": [f.doc_id for f in d.listing.failed],
         "changed": len(d.changed),
-        "meta_only": len(d.meta_only),
+        "meta_only": len(d.meta_only) + len(d.relabel),
+        "relabel": len(d.relabel),
         "removed": len(d.removed),
         "fingerprint": d.fingerprint,
         "skipped": [list(x) for x in d.listing.skipped],
@@ -226,9 +235,10 @@ def list_step(rc: RunContext) -> dict[str, Any]:
         "proof": listing.proof,
         "documents": len(listing.documents),
         "changed": len(d.changed),
-        "meta_only": len(d.meta_only),
+        "meta_only": len(d.meta_only) + len(d.relabel),  # every metadata-only change
+        "relabel": len(d.relabel),  # of which relabelled in place, not parsed again
         "removed": len(d.removed),
-        "unchanged": len(listing.documents) - len(d.changed) - len(d.meta_only),
+        "unchanged": len(listing.documents) - len(d.changed) - len(d.meta_only) - len(d.relabel),
         "quarantined": len(quarantined),
         "skipped": dict(sorted(skipped.items())),
         "deletion_blocked": deletion["blocked"],
@@ -245,12 +255,13 @@ def list_step(rc: RunContext) -> dict[str, Any]:
         )[:24],
     }
     rc.write(
-        "listing.json",
+        LISTING,
         {
             "summary": summary,
             "documents": [doc_to_json(doc) for doc in listing.documents],
             "to_parse": to_parse,
             "meta_only": [x for x in d.meta_only if x in to_parse],
+            "relabel": d.relabel,
             "removed": d.removed,
             "moved": sorted(d.moved),
             "quarantined": quarantined,
@@ -271,7 +282,7 @@ def guard_status(rc: RunContext, new_chunks: dict[str, int] | None = None) -> di
     Without ``new_chunks`` (the listing check, before parsing) only removed documents and
     zero-byte revisions count; the publish step passes each replaced document's new chunk
     count, so emptied and gutted documents count as well."""
-    data = rc.read("listing.json")
+    data = rc.listing()[0]
     old = data.get("old_chunks", {})
     if new_chunks is None:
         sizes = {d["doc_id"]: d.get("size", 1) for d in data["documents"]}

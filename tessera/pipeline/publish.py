@@ -3,10 +3,13 @@ and reconciled into the live table in one commit under the tenant's lock."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import shutil
 from dataclasses import asdict
 from typing import Any
+
+import pyarrow as pa
 
 from tessera.errors import (
     MassDeletionBlocked,
@@ -14,44 +17,51 @@ from tessera.errors import (
     QualityGateBlocked,
     StalePlanError,
 )
-from tessera.pipeline.checks import check_published
+from tessera.pipeline.checks import check_published, check_rows
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.gate import GateResult, quality_gate
 from tessera.pipeline.listing import block_message, guard_status, plan_fingerprint
+from tessera.pipeline.relabel import relabelled
 from tessera.pipeline.rows import StagedRows
 from tessera.pipeline.staging import (
+    CHUNK_REPORT,
     CHUNKS,
+    PARSE_REPORT,
     PARSED,
+    PUBLISH_REPORT,
+    QUALITY_GATE,
     VECTORS,
 )
 from tessera.pipeline.steps import listed_documents, staged_chunks
+from tessera.store.index import StreamedRows
 from tessera.store.lock import tenant_lock
+from tessera.types import SourceDocument
 
 log = logging.getLogger(__name__)
 
 
 def candidate_scope(rc: RunContext) -> set[str]:
     """Documents this run would replace or remove: changed and parsed, plus removed."""
-    data = rc.read("listing.json")
+    data = rc.listing()[0]
     return (set(data["to_parse"]) - _quarantined(rc)) | set(data["removed"])
 
 
 def gate_step(rc: RunContext) -> GateResult:
     """The tenant's quality gate on the staged version (see :mod:`tessera.pipeline.gate`)."""
-    done = rc.workspace / "quality_gate.json"
+    done = rc.workspace / QUALITY_GATE
     if done.exists():  # already decided for this staged version (the Dagster check ran it)
-        return GateResult(**rc.read("quality_gate.json"))
+        return GateResult(**rc.read(QUALITY_GATE))
     scope = candidate_scope(rc)
     result = quality_gate(rc, scope, staged_chunks(rc)) if scope else GateResult("skipped", "nothing changes")
-    rc.write("quality_gate.json", result.as_dict())
+    rc.write(QUALITY_GATE, result.as_dict())
     return result
 
 
 def _quarantined(rc: RunContext) -> set[str]:
     """Documents that failed to download, parse or chunk: neither updated nor deleted."""
-    failed = rc.read("listing.json").get("quarantined", []) + rc.read("parse_report.json")["quarantined"]
-    if (rc.workspace / "chunk_report.json").exists():
-        failed = failed + rc.read("chunk_report.json")["quarantined"]
+    failed = rc.listing()[0].get("quarantined", []) + rc.read(PARSE_REPORT)["quarantined"]
+    if (rc.workspace / CHUNK_REPORT).exists():
+        failed = failed + rc.read(CHUNK_REPORT)["quarantined"]
     return {q["doc_id"] for q in failed}
 
 
@@ -61,9 +71,9 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     A re-execution of a publish that already committed this plan (a Dagster run retry after the
     worker died past the commit) returns the recorded summary instead of publishing twice."""
     data, docs = listed_documents(rc)
-    done = rc.workspace / "publish.json"
+    done = rc.workspace / PUBLISH_REPORT
     if done.exists():
-        recorded: dict[str, Any] = rc.read("publish.json")
+        recorded: dict[str, Any] = rc.read(PUBLISH_REPORT)
         if recorded.get("planned_from") == data.get("planned_from"):  # this execution commits nothing
             return {**recorded, "committed": False, "already_published": recorded.get("version")}
     staged = StagedRows(rc, docs)
@@ -79,9 +89,10 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     gate = gate_step(rc)
     if gate.status == "blocked":
         raise QualityGateBlocked(f"quality gate: {gate.reason}", gate.as_dict())
+    relabel = set(data.get("relabel", []))
+    scope = replaced | set(data["removed"]) | relabel
     with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
-        live = rc.index.manifest()
-        scope = replaced | set(data["removed"])
+        live = rc.index.manifest() if scope else {}  # a no-op reads no table state
         # Re-check under the lock: drop documents another run already brought up to date.
         cfg_hash = rc.chunk_context.config_hash
         for doc_id in list(scope):
@@ -100,7 +111,10 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
                 f"the live index of {rc.tenant!r} changed after this run planned (another run published "
                 "or a restore ran); nothing was published: list and plan again"
             )
-        result = rc.index.publish(staged.reader(scope), scope, rc.run_id, cfg_hash)
+        rows = staged.reader(scope - relabel)
+        if scope & relabel:  # read under the lock, after the fencing check: the state planned from
+            rows = _with_relabelled(rc, rows, scope & relabel, docs)
+        result = rc.index.publish(rows, scope, rc.run_id, cfg_hash)
     summary = {
         **asdict(result),
         "docs_changed": len(scope - set(data["removed"])),
@@ -109,7 +123,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         "table": rc.index.name,
         "planned_from": data.get("planned_from", ""),
     }
-    rc.write("publish.json", summary)
+    rc.write(PUBLISH_REPORT, summary)
     for heavy in (PARSED, CHUNKS, VECTORS, SENTENCE_VECTORS, SENTENCE_COUNTS):
         path = rc.workspace / heavy
         if path.is_dir():
@@ -117,6 +131,27 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         elif path.exists():
             path.unlink()
     return summary
+
+
+def _with_relabelled(
+    rc: RunContext, staged: StreamedRows, doc_ids: set[str], docs: dict[str, SourceDocument]
+) -> StreamedRows:
+    """The staged rows followed by the relabelled live rows of ``doc_ids``, checked as staged
+    rows are (tenant, an ACL on every row, ids, vector type)."""
+    table = rc.index.table()
+    assert table is not None  # relabelled documents have live rows (the fencing check held)
+    schema = rc.index.schema
+    extra = relabelled(table, doc_ids, docs, rc.run_id, schema)
+    problems = check_rows(extra, rc.tenant, rc.embedder.identity.dimension)
+    if problems:
+        raise PublishError(f"relabelled rows failed checks: {problems[:5]}")
+
+    def open_reader() -> pa.RecordBatchReader:
+        batches = itertools.chain(staged.open(), extra.to_batches())
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    ids = frozenset(extra.column("doc_id").to_pylist())
+    return StreamedRows(open_reader, staged.num_rows + extra.num_rows, staged.doc_ids | ids)
 
 
 def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[str, int]]:

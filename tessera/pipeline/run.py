@@ -19,6 +19,7 @@ from tessera.pipeline.publish import candidate_scope as candidate_scope
 from tessera.pipeline.publish import gate_step as gate_step
 from tessera.pipeline.publish import publish_step as publish_step
 from tessera.pipeline.publish import verify_step as verify_step
+from tessera.pipeline.staging import QUALITY_GATE
 from tessera.pipeline.steps import chunk_step as chunk_step
 from tessera.pipeline.steps import embed_step as embed_step
 from tessera.pipeline.steps import parse_step as parse_step
@@ -51,6 +52,6 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
             log.warning(
                 "tenant %s: the live index changed while run %s planned; re-planning", rc.tenant, rc.run_id
             )
-            (rc.workspace / "quality_gate.json").unlink(missing_ok=True)
+            (rc.workspace / QUALITY_GATE).unlink(missing_ok=True)
     out["cutover"] = cutover_step(rc, verify_step(rc)[0], rc.serving)
     return out

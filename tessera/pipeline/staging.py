@@ -29,6 +29,11 @@ import pyarrow.parquet as pq
 from tessera.errors import PublishError
 from tessera.types import Chunk, PageSpan
 
+LISTING = "listing.json"
+PARSE_REPORT = "parse_report.json"
+CHUNK_REPORT = "chunk_report.json"
+QUALITY_GATE = "quality_gate.json"
+PUBLISH_REPORT = "publish.json"
 PARSED = "parsed"
 CHUNKS = "chunks.parquet"
 VECTORS = "vectors.npy"

@@ -21,7 +21,9 @@ from tessera.embedding.batching import EmbedStats
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.executors import InlineExecutor, batches, executor_for
 from tessera.pipeline.staging import (
+    CHUNK_REPORT,
     CHUNKS,
+    PARSE_REPORT,
     PARSED,
     VECTORS,
     ChunkWriter,
@@ -77,7 +79,7 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     counts = ("hidden_dropped", "instructions_dropped", "hidden_kept")
     trust = {o.doc_id: dict(zip(counts, o.trust, strict=True)) for o in outcomes if any(o.trust)}
     report = {"parsed": parsed, "quarantined": quarantined, "warnings": warnings, "trust": trust}
-    rc.write("parse_report.json", report)
+    rc.write(PARSE_REPORT, report)
     return {
         "parsed": len(parsed),
         "quarantined": len(quarantined),
@@ -110,7 +112,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     document, position, text) is held for the whole run, then the marks are applied in a
     second streamed pass."""
     data, docs = listed_documents(rc)
-    report = rc.read("parse_report.json")
+    report = rc.read(PARSE_REPORT)
     outcomes, executor = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
     unmarked = rc.workspace / f".unmarked.{CHUNKS}"
     entries: list[Entry] = []
@@ -120,7 +122,11 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     with ChunkWriter(unmarked) as w:
         for out in outcomes:
             w.write(chunk_batch(out.chunks, [("", ())] * len(out.chunks)))
-            entries.extend(Entry(c.id, c.doc_id, c.position, c.text) for c in out.chunks)
+            # the worker's sketch, not the text: a few hundred bytes per chunk for the whole run
+            entries.extend(
+                Entry(c.id, c.doc_id, c.position, "", sketch=k)
+                for c, k in zip(out.chunks, out.sketches, strict=True)
+            )
             quarantined.extend(asdict(q) for q in out.quarantined)
             for name in ("sentences_embedded", "embed_tokens", "text_tokens", "indexed_tokens"):
                 setattr(stats, name, getattr(stats, name) + getattr(out.stats, name))
@@ -128,13 +134,20 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     dd = rc.config.chunking.dedup
     replaced = (set(report["parsed"]) - {q["doc_id"] for q in quarantined}) | set(data["removed"])
 
+    # a rebuild (new profile or model, every document changed) replaces every live document:
+    # no live row can be a candidate, so the band lookup is skipped
+    live_docs = data["deletion"]["live_documents"]
+    every_live_replaced = len(set(data.get("old_chunks", {})) & replaced) >= live_docs
+
+    table = None if every_live_replaced else rc.index.table()
+
     def live(keys: set[str]) -> list[Entry]:  # rows of other documents sharing a band key
-        rows = band_candidates(rc.index.table(), keys, replaced)
+        rows = band_candidates(table, keys, replaced)
         return [
             Entry(r["id"], r["doc_id"], r["position"], r["text"] or "", True, r["dup_group"]) for r in rows
         ]
 
-    dups = dedupe(entries, dd, live)
+    dups = dedupe(entries, dd, None if table is None else live)
     with_chunks = {e.doc_id for e in entries}
     del entries
     mark = ("near_duplicate", "linked_duplicate") if dd.near_duplicates == "drop" else ("near_duplicate",)
@@ -160,7 +173,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         log.warning(
             "%s/%s yielded no chunks (%s)", rc.tenant, doc_id, "; ".join(report["warnings"].get(doc_id, []))
         )
-    rc.write("chunk_report.json", {"quarantined": quarantined, "empty": empty})
+    rc.write(CHUNK_REPORT, {"quarantined": quarantined, "empty": empty})
     return {
         "chunks": tokens["n"],
         "quarantined": len(quarantined),

@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from tessera.chunking.base import ChunkContext, ChunkStats
+from tessera.chunking.minhash import MinHasher, Sketch, sketch
+from tessera.chunking.profile import DedupConfig
 from tessera.chunking.registry import chunker_for
 from tessera.errors import ChunkingError, DocumentError
 from tessera.parsing.dispatch import parse_document
@@ -115,6 +117,13 @@ class ChunkOutcome:
     quarantined: tuple[Quarantine, ...]
     stats: ChunkStats = field(default_factory=ChunkStats)
     peak_rss_mb: float = 0.0
+    sketches: tuple[Sketch, ...] = ()
+    """Each chunk's dedup sketch, in chunk order (MinHash work done here, in parallel)."""
+
+
+@lru_cache(maxsize=4)
+def _hasher(cfg: DedupConfig) -> MinHasher:
+    return MinHasher.of(cfg)
 
 
 def chunk_documents(task: ChunkTask) -> ChunkOutcome:
@@ -128,4 +137,6 @@ def chunk_documents(task: ChunkTask) -> ChunkOutcome:
             chunks.extend(chunker_for(doc.content_type, ctx.config.strategy).chunk(doc, parsed, ctx))
         except ChunkingError as e:  # the document is quarantined; its published chunks stay
             quarantined.append(Quarantine(doc.doc_id, "chunking_error", str(e)))
-    return ChunkOutcome(tuple(chunks), tuple(quarantined), ctx.stats, peak_rss_mb())
+    hasher = _hasher(ctx.config.dedup)
+    sketches = tuple(sketch(c.text, hasher) for c in chunks)
+    return ChunkOutcome(tuple(chunks), tuple(quarantined), ctx.stats, peak_rss_mb(), sketches)

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote_from_bytes
 
 from tessera.config import AccessRule
 from tessera.errors import PolicyError, SourceError
@@ -38,6 +39,12 @@ ROOT_MARKER = ".tessera-root"
 def signature(st: os.stat_result) -> str:
     """What identifies a file's content without reading it (see the module docstring)."""
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
+
+
+def file_uri(base: str, rel: str) -> str:
+    """``Path(base, rel).as_uri()`` for an absolute ``base`` without a trailing slash, without
+    building a path per file (a tenth of a no-op listing at 10,000 files)."""
+    return "file://" + quote_from_bytes(os.fsencode(f"{base}/{rel}"))
 
 
 class FolderConnector:
@@ -76,7 +83,9 @@ class FolderConnector:
     def list(self) -> Listing:
         now = time.time()
         check_root(self.root)
-        session = begin(self.cache, str(self.root.resolve()))
+        resolved = self.root.resolve()  # once: resolving per file costs an lstat per path part
+        base = str(resolved).rstrip("/")
+        session = begin(self.cache, str(resolved))
         walk = walk_confined(self.root)
         policy_files: dict[str, bytes] = {}
         wanted: list[str] = []
@@ -101,7 +110,7 @@ class FolderConnector:
             rev, st = self._revision(rel, walk.stats[rel], session, now)
             d = tree.decide(rel)
             modified = datetime.fromtimestamp(st.st_mtime, tz=UTC)
-            uri = (self.root.resolve() / rel).as_uri()
+            uri = file_uri(base, rel)
             effective = (d.effective_from, d.effective_to)
             docs.append(
                 document_at(

@@ -23,17 +23,19 @@ that sets only dates keeps the tenant default ACL.
 from __future__ import annotations
 
 import fnmatch
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from pathlib import Path, PurePosixPath
+from functools import cached_property
+from pathlib import Path
 
 import yaml
 
 from tessera.config import AccessRule, parse_access_rule
 from tessera.errors import ConfigError, PolicyError
-from tessera.parsing.base import canonical_suffix
+from tessera.parsing.base import canonical_suffix, path_suffix
 from tessera.types import ALWAYS, NEVER
 
 POLICY_FILE = "_access.yaml"
@@ -43,7 +45,7 @@ DEFAULT_SOURCE = "default"
 
 def _canonical(name: str) -> str:
     """A path or glob as matching sees it: case folded, extension canonical."""
-    suffix = PurePosixPath(name).suffix
+    suffix = path_suffix(name)
     canon = canonical_suffix(suffix) if suffix and "*" not in suffix and "?" not in suffix else None
     if canon is not None:
         name = name[: -len(suffix)] + canon
@@ -75,8 +77,13 @@ class PolicyRule:
     effective_from: datetime
     effective_to: datetime
 
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The glob as ``fnmatch.fnmatchcase`` compiles it, on the canonical form, built once."""
+        return re.compile(fnmatch.translate(_canonical(self.match)))
+
     def matches(self, rel_path: str) -> bool:
-        return fnmatch.fnmatchcase(_canonical(rel_path), _canonical(self.match))
+        return self.pattern.match(_canonical(rel_path)) is not None
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,10 @@ class Policy:
     rules: tuple[PolicyRule, ...]
 
     def rule_for(self, rel_path: str) -> PolicyRule | None:
-        return next((rule for rule in self.rules if rule.matches(rel_path)), None)
+        if not self.rules:
+            return None
+        name = _canonical(rel_path)  # once per document, not once per rule
+        return next((rule for rule in self.rules if rule.pattern.match(name) is not None), None)
 
     def resolve(self, rel_path: str) -> tuple[AccessRule, datetime, datetime]:
         """First matching rule wins (``*`` also crosses folders); else the tenant default."""

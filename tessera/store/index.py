@@ -143,14 +143,23 @@ class TenantIndex:
         has_source = "acl_source" in table.schema.names  # older tables lack it until their next publish
         with read_guard(self.db, self.tenant, self.model_key):  # a damaged file is StoreDamaged
             data = table.search().select(cols + ["acl_source"] * has_source).limit(None).to_arrow()
-        sources = data.column("acl_source").to_pylist() if has_source else [None] * data.num_rows
-        states: dict[str, DocState] = {}
-        for doc_id, rev, meta, cfg, src in zip(
-            *(data.column(c).to_pylist() for c in cols), sources, strict=True
-        ):
-            prev = states.get(doc_id)
-            states[doc_id] = DocState(rev, meta, cfg, (prev.chunks if prev else 0) + 1, src or "")
-        return states
+        if not has_source:
+            data = data.append_column("acl_source", pa.nulls(data.num_rows, pa.string()))
+        # per document: its last row's values and its row count, grouped in Arrow (in order)
+        fields = [*cols[1:], "acl_source"]
+        per_doc = data.group_by("doc_id", use_threads=False).aggregate(
+            [*((c, "last") for c in fields), ("doc_id", "count")]
+        )
+        names = [f"{c}_last" for c in fields]
+        return {
+            doc_id: DocState(rev, meta, cfg, n, src or "")
+            for doc_id, rev, meta, cfg, src, n in zip(
+                per_doc.column("doc_id").to_pylist(),
+                *(per_doc.column(c).to_pylist() for c in names),
+                per_doc.column("doc_id_count").to_pylist(),
+                strict=True,
+            )
+        }
 
     def publish(
         self, rows: pa.Table | StreamedRows, scope: set[str], run_id: str, config_hash: str

@@ -1,0 +1,112 @@
+"""MinHash signatures and LSH band keys of chunk texts, and a chunk's dedup sketch.
+
+A :class:`Sketch` is what near-duplicate detection needs of one chunk text: its checksum,
+whether it is long enough to be a duplicate at all, its signature and its band keys. The chunk
+workers compute it where the chunk is made, in parallel, so the step's own process holds a
+few hundred bytes per chunk for the whole run instead of the text and its shingles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tessera.chunking.identity import dedup_key, text_checksum
+from tessera.chunking.profile import DedupConfig
+
+Signature = npt.NDArray[np.unsignedinteger[Any]]
+"""MinHash minima: uint64 as computed, uint32 in a :class:`Sketch` (every value is below 2**31)."""
+_PRIME = np.uint64((1 << 31) - 1)
+_SEED = 20240601
+_RECALL = 0.995
+_WORD = re.compile(r"\w+")
+
+
+def rows_per_band(permutations: int, threshold: float) -> int:
+    """The most rows per band whose LSH still finds a pair at ``threshold`` with 99.5% odds."""
+    for r in range(permutations, 1, -1):
+        if 1.0 - (1.0 - threshold**r) ** (permutations // r) >= _RECALL:
+            return r
+    return 1
+
+
+class MinHasher:
+    """Deterministic MinHash over lower-cased word shingles, with LSH band keys."""
+
+    def __init__(self, shingle: int = 5, permutations: int = 64, threshold: float = 0.9) -> None:
+        rng = np.random.default_rng(_SEED)
+        self.shingle, self.permutations, self.threshold = shingle, permutations, threshold
+        self._a = rng.integers(1, int(_PRIME), size=permutations, dtype=np.uint64)[:, None]
+        self._b = rng.integers(0, int(_PRIME), size=permutations, dtype=np.uint64)[:, None]
+        self.rows = rows_per_band(permutations, threshold)
+        self._salt = f"{shingle}:{permutations}:{self.rows}:".encode()
+
+    @classmethod
+    def of(cls, cfg: DedupConfig) -> MinHasher:
+        return cls(cfg.shingle, cfg.permutations, cfg.threshold)
+
+    def shingles(self, text: str) -> set[str]:
+        words = _WORD.findall(text.lower())
+        if len(words) <= self.shingle:
+            return {" ".join(words)} if words else set()
+        return {" ".join(words[i : i + self.shingle]) for i in range(len(words) - self.shingle + 1)}
+
+    def signature(self, text: str) -> Signature | None:
+        """``permutations`` minima of ``(a*x + b) mod p``; None for a text without words."""
+        grams = self.shingles(text)
+        if not grams:
+            return None
+        x = np.fromiter(
+            (int.from_bytes(hashlib.blake2b(g.encode(), digest_size=4).digest(), "big") for g in grams),
+            dtype=np.uint64,
+            count=len(grams),
+        )
+        sig: Signature = ((self._a * (x % _PRIME)[None, :] + self._b) % _PRIME).min(axis=1)
+        return sig
+
+    def bands(self, sig: Signature | None) -> tuple[str, ...]:
+        """LSH band keys; two signatures sharing one key are candidates. Keys name the config."""
+        if sig is None:
+            return ()
+        r = self.rows
+        return tuple(
+            hashlib.blake2b(
+                self._salt + i.to_bytes(2, "big") + sig[i * r : (i + 1) * r].astype("<u8").tobytes(),
+                digest_size=8,
+            ).hexdigest()
+            for i in range(self.permutations // r)
+        )
+
+
+def jaccard(a: Signature, b: Signature) -> float:
+    """The Jaccard similarity estimated from two signatures."""
+    return float(np.mean(a == b))
+
+
+@dataclass(frozen=True, slots=True)  # one per staged chunk: no __dict__
+class Sketch:
+    """One chunk text as dedup sees it. ``signature`` (uint32 minima: every value is below the
+    31-bit prime) and ``bands`` exist only for a text long enough to be a duplicate."""
+
+    checksum: str
+    keyed: bool
+    signature: Signature | None = None
+    bands: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str | None:
+        """The exact-duplicate key (:func:`dedup_key`): the checksum, or None for a short text."""
+        return self.checksum if self.keyed else None
+
+
+def sketch(text: str, hasher: MinHasher) -> Sketch:
+    key = dedup_key(text)
+    if key is None:
+        return Sketch(text_checksum(text), False)
+    sig = hasher.signature(text)
+    return Sketch(key, True, None if sig is None else sig.astype(np.uint32), hasher.bands(sig))
