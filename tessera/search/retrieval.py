@@ -22,6 +22,7 @@ from tessera.embedding.base import Embedder
 from tessera.errors import InvalidArgument
 from tessera.search import candidates
 from tessera.search.collapse import MAX_CANDIDATES, collapse, copy_ids, with_all_copies
+from tessera.search.dataset import pin
 from tessera.search.options import COLUMNS, SearchOptions
 from tessera.search.rows import full_rows
 
@@ -90,6 +91,7 @@ def retrieve(
     fusion: Fusion = PRODUCT_FUSION,
 ) -> list[dict[str, Any]]:
     """The ranked rows of one query: ``embedder`` may be None when ``vector`` is given."""
+    table = pin(table)
     return full_rows(table, where, _ranked(table, embedder, query, where, opts, vector, fusion))
 
 
@@ -138,7 +140,7 @@ def ranked_rows(
     This is the ranking :func:`tessera.search.query.search` returns (before expansion);
     ``tessera eval chunking`` calls it with the query vector it already has, so the
     evaluation is the product."""
-    n = opts.k
+    n, table = opts.k, pin(table)
     while True:
         ranked = _ranked(table, embedder, query, where, replace(opts, k=n), vector, fusion)
         groups = {r["dup_group"] for r in ranked if r.get("dup_group")}

@@ -138,7 +138,7 @@ def test_dates_and_flags_fail_closed_on_the_fast_path(tmp_path: Path) -> None:
     """Null effective bounds admit nothing, at any ``as_of`` (also before 1970), and flagged
     rows stay out unless asked for."""
     t = micros(NOW)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": "a" * 64, "text": words(1), "groups": ["staff"]},
         {"id": "b" * 64, "text": words(2), "groups": ["staff"], "effective_from_us": None},
         {"id": "c" * 64, "text": words(3), "groups": ["staff"], "effective_to_us": None},
