@@ -102,13 +102,14 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/7"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
+    version = "tessera-html/8"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
     # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells); 5: thin
     # extractions fall back to the visible text, whitespace-only lines dropped, boilerplate guards,
     # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``); 6: a
     # readability-style scored container (``html_score``, ``ContentParams.scored``); 7: UTF-8 over
     # a stale legacy charset, CJK prose weight, single named widgets, outweighing asides, teaser
-    # feeds, a dominant scored container
+    # feeds, a dominant scored container; 8: MathML is text, photo galleries, widgets named by
+    # id, teaser cards with paragraphs inside links after the article, short control labels
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None, params: ContentParams | None = None) -> None:

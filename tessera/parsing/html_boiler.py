@@ -19,7 +19,14 @@ site. Guards keep the main text whatever the rules say:
   than the page's (:data:`WIDGET_WORDS`: comments, reviews, related links, ads) on an element
   that is not one of a series (``name_repeat``: forum posts all of class ``comment`` stay)
   and has no article word beside it (``entry-content social-ready`` stays);
-- teaser headings (linked headings) are pruned only over little prose (``name_prose``).
+- teaser headings (linked headings) are pruned only over little prose (``name_prose``);
+- an id names a widget too (``id="comment-box"``: an id is never one of a series), unless it
+  has more than :data:`ID_PARTS` parts (a heading's anchor, ``respond-to-review-comments``);
+  an article word counts beside it only as a token's first or last part (``entry-content``,
+  not ``user-post-box``); a ``gallery`` is pruned like a widget (its captions);
+- the short label of an element with a control role (``role="button"``: "Play", "Mute");
+- teaser cards whose paragraphs sit inside links (:func:`is_card_block`), asked after the first
+  pruning, only after an article's worth of prose and where it outweighs the cards.
 
 :class:`ContentParams` holds the thresholds; their defaults were chosen by cross-validation
 across the development sets (``bench/html_quality.py``, README *HTML*).
@@ -54,10 +61,13 @@ BOILER_TOKENS = words(
     "no-print print-hide print-hidden screen-only"
 )
 """Whole tokens that mark boilerplate."""
+PRUNE_WORDS = BOILER_WORDS | {"gallery"}
+"""What pruning reads as boilerplate: also a photo gallery (its captions are not the article);
+container scoring (:mod:`html_score`) weighs only :data:`BOILER_WORDS`."""
 WIDGET_WORDS = words(
     "comment comments disqus review reviews customerreviews related recommended recommendations "
     "sidebar social socials share sharing newsletter subscribe subscription signup sponsor sponsored "
-    "advert advertisement ads outbrain taboola paywall"
+    "advert advertisement ads outbrain taboola paywall gallery"
 )
 """Boilerplate words that name other content than the page's own (comments, reviews, related
 links, ads), not a presentation (``modal``, ``banner``, ``nav``, ``author``): a class with one
@@ -68,6 +78,12 @@ MODIFIERS = words("has with without no is show hide toggle js u")
 _SPLIT = re.compile(r"[-]+")
 ARTICLE_CHARS = 1000
 """Prose outside a teaser feed or a widget for it to be pruned past ``protect_share``."""
+CONTROL_ROLES = words("button slider progressbar switch timer")
+CONTROL_CHARS = 20
+"""Chars up to which an element with a control role is a control's label (a longer one can be
+an FAQ question that opens its answer)."""
+ID_PARTS = 3
+"""An id names a widget (``comment-box``) when it has at most this many ``-`` parts."""
 LINK_PRUNED = words("div section ul ol dl menu p header footer aside center address details span font")
 
 
@@ -132,15 +148,27 @@ def boiler_name(value: str, vocabulary: frozenset[str] = BOILER_WORDS, whole: bo
 
 
 def _widget(node: Node, counts: Counter[str], least: int) -> bool:
-    """A single element whose class names a widget (comments, reviews, related links), not an item
-    of a series (its class, or the widget token, on ``least`` elements) nor the article itself."""
+    """A single element whose class or id names a widget (comments, reviews, related links), not
+    an item of a series (its class, or the widget token, on ``least`` elements) nor the article
+    itself (an article word as a token's first or last part: ``entry-content``, not
+    ``user-post-box``)."""
     tokens = node.get("class").lower().replace("_", "-").split()
+    ident = node.get("id").lower().replace("_", "-").split()  # unique: never one of a series
     named = [t for t in tokens if boiler_name(t, WIDGET_WORDS, whole=False)]
-    if not named or any(_POSITIVE.search(t) for t in tokens if t not in named):
+    # an id of many parts is a heading's anchor ("respond-to-review-comments"), not a widget's name
+    by_id = [
+        t for t in ident if len(_SPLIT.split(t)) <= ID_PARTS and boiler_name(t, WIDGET_WORDS, whole=False)
+    ]
+    if not (named or by_id) or any(_article_token(t) for t in tokens + ident if t not in named + by_id):
         return False
     if counts["=" + " ".join(tokens)] >= least:
         return False
     return not any(counts[t] >= least for t in named)
+
+
+def _article_token(token: str) -> bool:
+    parts = [p for p in _SPLIT.split(token) if p]
+    return bool(parts) and (_POSITIVE.search(parts[0]) is not None or _POSITIVE.search(parts[-1]) is not None)
 
 
 def _feed(node: Node) -> bool:
@@ -180,10 +208,12 @@ def is_boilerplate(
         )
     if tag in BOILER_TAGS or node.get("role").lower() in BOILER_ROLES:
         return True
+    if node.get("role").lower() in CONTROL_ROLES and node.text <= CONTROL_CHARS:
+        return True  # a player's or widget's control label ("Play", "Mute", "Fullscreen")
     if tag == "header":  # top_heads: the subtree is as compute_stats left it (pruning is top-down)
         return node.top_heads == 0 or node.link > 0.5 * max(node.text, 1)
     value = names(node)
-    if value.strip() and boiler_name(value):
+    if value.strip() and boiler_name(value, PRUNE_WORDS):
         if node.good < params.name_prose * max(node.text, 1):
             return True
         if params.name_repeat and counts is not None and _widget(node, counts, params.name_repeat):
@@ -203,4 +233,22 @@ def is_boilerplate(
     # menus and link farms
     return (
         tag in LINK_PRUNED and node.links >= 2 and node.link > 0.5 * node.text and node.good < 0.3 * node.text
+    )
+
+
+def is_card_block(node: Node, container: Node, before: int) -> bool:
+    """Teaser cards beside an article: a link-dense block whose prose is mostly inside its links
+    (``<a href><p>…</p></a>``), in a container whose prose outside links reaches
+    :data:`ARTICLE_CHARS` and outweighs all the prose inside links (on a page of cards, a
+    collection, the cards are the content). Asked after pruning, on recomputed stats."""
+    article = container.good - container.linked_good
+    if before < ARTICLE_CHARS or article < container.linked_good or not node.linked_good:
+        return False
+    if any(_article_token(t) for t in names(node).replace("_", "-").split()):
+        return False  # class="content-main"
+    return (
+        node.tag in LINK_PRUNED
+        and node.links >= 2
+        and node.link > 0.5 * node.text
+        and node.good - node.linked_good < 0.3 * node.text
     )

@@ -23,12 +23,14 @@ from urllib.parse import urlsplit
 
 from tessera.parsing.budget import Deadline
 from tessera.parsing.html_boiler import (
+    ARTICLE_CHARS,
     BOILER_ROLES,
     BOILER_TAGS,
     DEFAULT_PARAMS,
     ContentParams,
     class_counts,
     is_boilerplate,
+    is_card_block,
     names,
 )
 from tessera.parsing.html_score import score_tree
@@ -107,6 +109,8 @@ def select_content(
         if params.scored != "off" and src is not None:
             container = _scored(root, container, order, src, params, deadline)
     _prune(container, params, deadline, class_counts(order) if params.name_repeat else None)
+    if container.linked_good and container.good - container.linked_good >= ARTICLE_CHARS:
+        _prune_cards(container, src, deadline)  # (pruning only lowers the prose outside links)
     lead = None
     if params.lead_title and not _has_kept(container, "h1"):
         lead = _lead_heading(root, container)
@@ -181,6 +185,29 @@ def _prune(
                     c.drop = True
                 else:
                     stack.append(c)
+
+
+def _prune_cards(container: Node, src: str | None, deadline: Deadline | None) -> None:
+    """Teaser cards after the article (:func:`is_card_block`), judged on the stats of what the
+    first pruning kept (a pruned footer's prose is not the article's), in document order:
+    ``before`` is the prose outside links seen so far (cards ahead of any article, a product
+    grid over its FAQ, are the page's content)."""
+    if src is None:
+        return
+    compute_stats(container, src, deadline)
+    before = 0
+    stack = [container]
+    while stack:
+        if deadline is not None:
+            deadline.tick()
+        node = stack.pop()  # in document order: ``before`` holds the prose of every block ahead
+        if node is not container and is_card_block(node, container, before):
+            node.drop = True
+            continue
+        kids = [c for c in node.children if isinstance(c, Node) and not c.drop]
+        if node.tag != "a" or not node.linked_good:
+            before += node.good - sum(c.good for c in kids)  # its own inline prose
+        stack.extend(reversed(kids))
 
 
 def _has_kept(node: Node, tag: str) -> bool:

@@ -23,7 +23,7 @@ from tessera.parsing.html_tree import HEADINGS, Node
 DROP_TAGS = words(
     "button input select option optgroup datalist textarea label output progress meter canvas "
     "object embed applet video audio picture map dialog frameset frame head script style noscript "
-    "template iframe"
+    "template iframe annotation annotation-xml"
 )
 BLOCK = words(
     "#root address article aside blockquote center dd details dialog dir div dl dt fieldset "
@@ -37,6 +37,9 @@ WIDE_WEIGHT = 3
 """A CJK ideograph or kana or hangul syllable carries about a short word: three Latin chars."""
 _WIDE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 MAX_GOOD_LINK_DENSITY = 0.4
+LINKED_PROSE = 400
+"""Chars up to which the prose blocks inside a link (``<a href><p>…</p></a>``: a teaser card)
+count as ``linked_good``; a longer link is more likely an unclosed ``<a>`` around the page."""
 
 
 def is_hidden(node: Node) -> bool:
@@ -113,6 +116,7 @@ def compute_stats(root: Node, src: str, deadline: Deadline | None = None) -> lis
             deadline.tick()
         own = 0
         text = link = itext = ilink = iwide = good = links = heads = link_heads = forms = top_heads = 0
+        linked = 0
         ext_link = False
         for c in node.children:
             if isinstance(c, Node):
@@ -121,6 +125,7 @@ def compute_stats(root: Node, src: str, deadline: Deadline | None = None) -> lis
                 text += c.text
                 link += c.link
                 good += c.good
+                linked += c.linked_good
                 links += c.links
                 heads += c.heads
                 link_heads += c.link_heads
@@ -144,6 +149,8 @@ def compute_stats(root: Node, src: str, deadline: Deadline | None = None) -> lis
             href = node.get("href").strip()
             links += 1 if href else 0
             ext_link = ext_link or (bool(href) and not href.startswith("#"))
+            if href and text <= LINKED_PROSE:
+                linked = good  # (the inline text is counted as prose by the block above)
         elif tag == "form":
             forms += 1
         elif tag in HEADINGS:
@@ -162,6 +169,7 @@ def compute_stats(root: Node, src: str, deadline: Deadline | None = None) -> lis
         else:
             node.inline_text, node.inline_link, node.inline_wide = itext, ilink, iwide
         node.good = good
+        node.linked_good = linked
     return order
 
 

@@ -30,8 +30,9 @@ VOID = words(
 )
 # Elements whose content is not markup; all of them are dropped from the output. ``noscript``
 # is parsed as markup, as a browser without scripting does: it is dropped too, unless the page
-# has no content without it (pages rendered by script that ship a no-script copy).
-RAW = words("script style template iframe textarea title xmp noembed noframes svg math plaintext")
+# has no content without it (pages rendered by script that ship a no-script copy). MathML is
+# markup: its tokens are the formula's text (``annotation`` source is dropped, html_stats).
+RAW = words("script style template iframe textarea title xmp noembed noframes svg plaintext")
 IGNORED = frozenset(("html", "head", "body"))
 HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
 SPECIAL = words(
@@ -81,6 +82,7 @@ class Node:
         "inline_wide",
         "link",
         "link_heads",
+        "linked_good",
         "links",
         "media",
         "open_end",
@@ -108,6 +110,8 @@ class Node:
         self.inline_link = 0
         self.inline_wide = 0
         self.good = 0
+        self.linked_good = 0
+        """The part of ``good`` inside short links (teaser cards: ``<a href><p>…</p></a>``)."""
         self.links = 0
         self.heads = 0
         self.link_heads = 0
