@@ -18,6 +18,7 @@ import numpy as np
 from tessera.chunking.dedup import Entry, dedupe
 from tessera.chunking.probes import sentence_probes
 from tessera.embedding.batching import EmbedStats
+from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.executors import InlineExecutor, batches, executor_for
 from tessera.pipeline.staging import (
@@ -62,9 +63,11 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     Documents are parsed in batches by the configured executor (``execution:``)."""
     data, docs = listed_documents(rc)
     todo = [docs[doc_id] for doc_id in data["to_parse"]]
+    cache = parse_cache.cache_dir(rc.config.store.work_dir, rc.tenant)
+    forgotten = parse_cache.forget(cache, data["removed"]) if cache.exists() else 0
     ex = executor_for(rc.config.execution, len(todo))
     tasks = [
-        ParseTask(rc.config.store.uri, rc.tenant, rc.workspace / PARSED, tuple(b))
+        ParseTask(rc.config.store.uri, rc.tenant, rc.workspace / PARSED, tuple(b), cache)
         for b in batches(todo, rc.config.execution.batch_documents)
     ]
     (rc.workspace / PARSED).mkdir(parents=True, exist_ok=True)
@@ -82,6 +85,8 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     rc.write(PARSE_REPORT, report)
     return {
         "parsed": len(parsed),
+        "from_cache": sum(o.cached for o in outcomes),  # of which taken from the parse cache
+        "cache_forgotten": forgotten,
         "quarantined": len(quarantined),
         "warnings": sum(map(len, warnings.values())),
         **{k: sum(c[k] for c in trust.values()) for k in counts},

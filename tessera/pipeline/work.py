@@ -20,8 +20,10 @@ from tessera.chunking.minhash import MinHasher, Sketch, sketch
 from tessera.chunking.profile import DedupConfig
 from tessera.chunking.registry import chunker_for
 from tessera.errors import ChunkingError, DocumentError
+from tessera.parsing.base import get_parser
 from tessera.parsing.dispatch import parse_document
 from tessera.parsing.validity import check_text_bytes
+from tessera.pipeline import parse_cache
 from tessera.serde import parsed_from_json, parsed_to_json
 from tessera.store.blobs import BlobStore
 from tessera.types import Chunk, SourceDocument
@@ -45,6 +47,8 @@ class ParseTask:
     tenant: str
     parsed_dir: Path
     docs: tuple[SourceDocument, ...]
+    cache_dir: Path | None = None
+    """The tenant's parse cache (:mod:`tessera.pipeline.parse_cache`); None: parse everything."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class ParseOutcome:
     quarantine: Quarantine | None = None
     warnings: tuple[str, ...] = ()
     trust: tuple[int, int, int] = (0, 0, 0)
+    cached: bool = False
+    """Taken from the parse cache, not parsed."""
 
 
 @lru_cache(maxsize=4)
@@ -64,15 +70,24 @@ def _blobs(uri: str) -> BlobStore:
 
 
 def _parse_one(task: ParseTask, doc: SourceDocument) -> ParseOutcome:
+    cached = None
     try:
-        raw = _blobs(task.store_uri).get(task.tenant, doc.revision)
-        if doc.content_type.startswith("text/"):
-            check_text_bytes(doc.doc_id, raw)
-        result = parse_document(doc, raw)
+        if task.cache_dir is not None:
+            parser = get_parser(doc.content_type)
+            cached = parse_cache.load(task.cache_dir, doc, parser.name, parser.version)
+        if cached is None:
+            raw = _blobs(task.store_uri).get(task.tenant, doc.revision)
+            if doc.content_type.startswith("text/"):
+                check_text_bytes(doc.doc_id, raw)
+            result = parse_document(doc, raw)
+        else:
+            result = cached
     except DocumentError as e:
         return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, e.reason, str(e)))
     except Exception as e:  # a parser bug quarantines the document, it never deletes it
         return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, "parser_crash", repr(e)))
+    if task.cache_dir is not None and cached is None:
+        parse_cache.store(task.cache_dir, doc, result)
     out = task.parsed_dir / parsed_file(doc.doc_id)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(json.dumps(parsed_to_json(result)), encoding="utf-8")
@@ -81,9 +96,8 @@ def _parse_one(task: ParseTask, doc: SourceDocument) -> ParseOutcome:
     if not result.text.strip() and not any(w.startswith("no_text") for w in warnings):
         warnings = (*warnings, "no_text: the document yielded no text")
     t = result.trust
-    return ParseOutcome(
-        doc.doc_id, None, warnings, (t.hidden_dropped, t.instructions_dropped, len(t.hidden_spans))
-    )
+    trust = (t.hidden_dropped, t.instructions_dropped, len(t.hidden_spans))
+    return ParseOutcome(doc.doc_id, None, warnings, trust, cached is not None)
 
 
 def peak_rss_mb() -> float:

@@ -1,0 +1,82 @@
+"""Parsed documents cached by source revision and parser version, per tenant.
+
+A chunking-profile or model change re-chunks and re-embeds every document, but the bytes and
+the parser are the same, so their parse (OCR included) is reused: the parse step takes a
+document's parse from ``{work_dir}/{tenant}/.parse-cache/`` when an entry exists for its
+doc id, content type, revision and parser (name and version), and parses it otherwise. A new
+revision or a new parser version is another key, so it is parsed again; only successful
+parses are cached (a quarantined document is retried on every run).
+
+Entries are the staged ``parsed/`` format (:func:`tessera.serde.parsed_to_json`), written to a
+temporary name and renamed. An entry that does not decode, or names another document or
+parser version, is a miss (logged) and is overwritten. A document keeps one entry: writing
+a new one removes its others, and the parse step removes the entries of removed documents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+from tessera.serde import parsed_from_json, parsed_to_json
+from tessera.types import ParsedDocument, SourceDocument
+
+log = logging.getLogger(__name__)
+
+PARSE_CACHE = ".parse-cache"
+
+
+def cache_dir(work_dir: Path, tenant: str) -> Path:
+    return work_dir / tenant / PARSE_CACHE
+
+
+def _doc_part(doc_id: str) -> str:
+    return hashlib.sha256(doc_id.encode()).hexdigest()[:32]
+
+
+def entry_name(doc: SourceDocument, parser: str, version: str) -> str:
+    """``<sha256(doc id)[:32]>.<sha256(content type, revision, parser/version)[:24]>.json``."""
+    key = f"{doc.content_type}\n{doc.revision}\n{parser}/{version}".encode()
+    return f"{_doc_part(doc.doc_id)}.{hashlib.sha256(key).hexdigest()[:24]}.json"
+
+
+def load(folder: Path, doc: SourceDocument, parser: str, version: str) -> ParsedDocument | None:
+    """The cached parse of ``doc`` by this parser version, or None."""
+    path = folder / entry_name(doc, parser, version)
+    if not path.exists():
+        return None
+    try:
+        parsed = parsed_from_json(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        log.warning("parse cache entry %s unreadable (%s); parsing %s again", path.name, e, doc.doc_id)
+        return None
+    if parsed.doc_id != doc.doc_id or (parsed.parser, parsed.parser_version) != (parser, version):
+        log.warning(
+            "parse cache entry %s is not %s by %s/%s; parsing again", path.name, doc.doc_id, parser, version
+        )
+        return None
+    return parsed
+
+
+def store(folder: Path, doc: SourceDocument, parsed: ParsedDocument) -> None:
+    """Cache ``parsed`` as the document's only entry."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name = entry_name(doc, parsed.parser, parsed.parser_version)
+    tmp = folder / f".{name}.tmp"
+    tmp.write_text(json.dumps(parsed_to_json(parsed)), encoding="utf-8")
+    tmp.replace(folder / name)
+    for old in folder.glob(f"{_doc_part(doc.doc_id)}.*.json"):
+        if old.name != name:
+            old.unlink(missing_ok=True)
+
+
+def forget(folder: Path, doc_ids: list[str]) -> int:
+    """Remove the entries of ``doc_ids`` (documents gone from the source); how many."""
+    removed = 0
+    for doc_id in doc_ids:
+        for old in folder.glob(f"{_doc_part(doc_id)}.*.json"):
+            old.unlink(missing_ok=True)
+            removed += 1
+    return removed

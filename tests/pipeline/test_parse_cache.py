@@ -1,0 +1,107 @@
+"""The parse cache (tessera.pipeline.parse_cache): a profile change parses nothing again;
+new bytes, a new parser version, a damaged or foreign entry always parse again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tessera.pipeline.work as work
+from tessera.parsing.markdown import MarkdownParser
+from tessera.pipeline.parse_cache import PARSE_CACHE
+
+FILES = {
+    "a.md": "# Alpha\n\nalpha text about merger plans.\n\n## More\n\nalpha details.\n",
+    "b.md": "# Beta\n\nbeta onboarding guide.\n",
+    "c.md": "# Gamma\n\ngamma roadmap for everyone.\n",
+}
+
+
+def _cache(ws: Any) -> Path:
+    return ws.root / "work" / "acme" / PARSE_CACHE
+
+
+def _texts(ws: Any) -> dict[str, list[tuple[str, int, int]]]:
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for r in ws.rows("acme"):
+        out.setdefault(r["doc_id"], []).append((r["text"], r["byte_start"], r["byte_end"]))
+    return {d: sorted(v) for d, v in out.items()}
+
+
+def _refuse_parsing(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    parsed: list[str] = []
+
+    def counting(doc: Any, raw: bytes) -> Any:
+        parsed.append(doc.doc_id)
+        return real(doc, raw)
+
+    real = work.parse_document
+    monkeypatch.setattr(work, "parse_document", counting)
+    return parsed
+
+
+def test_a_profile_change_parses_nothing_again(ws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws.tenant("acme", FILES)
+    first = ws.run("acme", "r1")
+    assert first["parse"]["parsed"] == 3 and first["parse"]["from_cache"] == 0
+    assert len(list(_cache(ws).glob("*.json"))) == 3
+    parsed = _refuse_parsing(monkeypatch)
+    ws.chunking["target_tokens"] = 60  # a new profile: every document is chunked again
+    out = ws.run("acme", "r2")
+    assert out["listing"]["changed"] == 3 and out["parse"]["from_cache"] == 3 and parsed == []
+    assert out["chunk"]["chunks"] > 0 and out["publish"]["committed"]
+    # the cached parse gives exactly what parsing gives: same texts and byte ranges as a
+    # fresh project that parses everything with the same profile
+    cached_rows = _texts(ws)
+    for target in (61, 60):  # back to the same profile, parsing everything fresh
+        for entry in _cache(ws).glob("*.json"):
+            entry.unlink()
+        ws.chunking["target_tokens"] = target
+        fresh = ws.run("acme", f"fresh-{target}")
+        assert fresh["parse"]["from_cache"] == 0
+    assert sorted(parsed) == ["a.md", "a.md", "b.md", "b.md", "c.md", "c.md"]
+    assert _texts(ws) == cached_rows
+
+
+def test_new_bytes_and_a_new_parser_version_parse_again(ws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = ws.tenant("acme", FILES)
+    ws.run("acme", "r1")
+    parsed = _refuse_parsing(monkeypatch)
+    (src / "b.md").write_text("# Beta\n\nbeta onboarding guide, second edition.\n", encoding="utf-8")
+    out = ws.run("acme", "r2")
+    assert parsed == ["b.md"] and out["parse"]["from_cache"] == 0
+    assert len(list(_cache(ws).glob("*.json"))) == 3  # b.md's old entry was replaced, not kept
+    monkeypatch.setattr(MarkdownParser, "version", MarkdownParser.version + "-next")
+    ws.chunking["target_tokens"] = 60
+    out = ws.run("acme", "r3")
+    assert sorted(parsed) == ["a.md", "b.md", "b.md", "c.md"] and out["parse"]["from_cache"] == 0
+
+
+def test_damaged_or_foreign_entries_are_misses(ws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws.tenant("acme", FILES)
+    ws.run("acme", "r1")
+    entries = {p.name: p for p in _cache(ws).glob("*.json")}
+    names = sorted(entries)
+    entries[names[0]].write_text("{not json", encoding="utf-8")  # damaged
+    entries[names[1]].write_text(entries[names[2]].read_text("utf-8"), encoding="utf-8")  # another doc's
+    parsed = _refuse_parsing(monkeypatch)
+    ws.chunking["target_tokens"] = 60
+    out = ws.run("acme", "r2")
+    assert len(parsed) == 2 and out["parse"]["from_cache"] == 1
+    assert out["publish"]["committed"] and {r["doc_id"] for r in ws.rows("acme")} == set(FILES)
+    ws.chunking["target_tokens"] = 61
+    again = ws.run("acme", "r3")  # the bad entries were rewritten by the parse
+    assert again["parse"]["from_cache"] == 3 and len(parsed) == 2
+
+
+def test_removed_and_quarantined_documents_leave_no_entry(ws: Any) -> None:
+    src = ws.tenant("acme", {**FILES, "bad.md": b"\x00\x01\x02binary\xff\xfe" * 50})
+    out = ws.run("acme", "r1")
+    assert out["parse"]["quarantined"] == 1
+    assert len(list(_cache(ws).glob("*.json"))) == 3  # only successful parses are cached
+    (src / "c.md").unlink()
+    out = ws.run("acme", "r2")
+    assert out["parse"]["cache_forgotten"] == 1
+    assert len(list(_cache(ws).glob("*.json"))) == 2
