@@ -7,6 +7,7 @@ import sys
 
 BENCHES = [
     "bench.embed_throughput",
+    "bench.embed_int8",
     "bench.noop_rerun",
     "bench.incremental_cost",
     "bench.listing_cost",

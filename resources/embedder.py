@@ -1,4 +1,5 @@
-"""Embedders: the real sentence-transformers model, and a fast deterministic fake."""
+"""Embedders: the configured real model (``embedding.backend``: torch or onnx-int8), and a fast
+deterministic fake."""
 
 from functools import lru_cache
 
@@ -6,13 +7,13 @@ from dagster import ConfigurableResource
 
 from tessera.config import EmbeddingConfig
 from tessera.embedding.base import Embedder
+from tessera.embedding.factory import build_embedder
 from tessera.embedding.fake import HashEmbedder
-from tessera.embedding.sentence import SentenceTransformerEmbedder
 
 
-@lru_cache(maxsize=2)
-def _load_real(cfg: EmbeddingConfig) -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(cfg)  # ~8 s: loaded once per process
+@lru_cache(maxsize=4)
+def _load_real(cfg: EmbeddingConfig) -> Embedder:
+    return build_embedder(cfg)  # torch ~8 s on first use; loaded once per process
 
 
 class EmbedderResource(ConfigurableResource):  # type: ignore[type-arg]
@@ -23,6 +24,9 @@ class EmbedderResource(ConfigurableResource):  # type: ignore[type-arg]
 
 
 class SentenceTransformerEmbedderResource(EmbedderResource):
+    """The real model of the configuration: sentence-transformers (``backend: torch``) or the
+    int8 onnxruntime export (``backend: onnx-int8``)."""
+
     def get(self, cfg: EmbeddingConfig) -> Embedder:
         return _load_real(cfg)
 

@@ -24,9 +24,9 @@ def make_embedders(cfg: TesseraConfig, fake: bool) -> list[Embedder]:
         from tessera.embedding.fake import HashEmbedder
 
         return [HashEmbedder()]
-    from tessera.embedding.sentence import SentenceTransformerEmbedder
+    from tessera.embedding.factory import build_embedder
 
-    return [SentenceTransformerEmbedder(c) for c in (cfg.embedding, *cfg.embedding.previous)]
+    return [build_embedder(c) for c in (cfg.embedding, *cfg.embedding.previous)]
 
 
 def model_status(cfg: TesseraConfig, tenant: str, embedders: list[Embedder]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from tessera.config_execution import parse_execution
 from tessera.config_quality import QualityGateConfig as QualityGateConfig
 from tessera.config_quality import parse_quality
 from tessera.config_values import check_keys as _check_keys
+from tessera.config_values import choice as _choice
 from tessera.config_values import integer as _int
 from tessera.config_values import mapping as _mapping
 from tessera.config_values import string as _str
@@ -53,6 +54,11 @@ class EmbeddingConfig:
     max_retries: int = 3
     backoff_seconds: float = 0.5
     device: str = "cpu"
+    backend: str = "torch"
+    """``torch`` (sentence-transformers, fp32) or ``onnx-int8`` (onnxruntime, int8 weights: a
+    different model for the cache and the tables; see :mod:`tessera.embedding.onnx`)."""
+    artifact_dir: Path | None = None
+    """Where a derived model (the int8 export) is built and kept; ``None``: the user cache."""
     previous: tuple[EmbeddingConfig, ...] = ()
     """Models that may still serve a tenant: the old model during a backfill, and for rollback."""
 
@@ -162,7 +168,12 @@ def _store(data: Mapping[str, Any], base: Path) -> StoreConfig:
     return StoreConfig(uri=uri, work_dir=_resolve(base, _str(data, "work_dir", "store", ".tessera/work")))
 
 
-def _embedding(data: Mapping[str, Any], base: Path, key: str = "embedding") -> EmbeddingConfig:
+EMBEDDING_BACKENDS = ("torch", "onnx-int8")
+
+
+def _embedding(
+    data: Mapping[str, Any], base: Path, key: str = "embedding", work_dir: Path | None = None
+) -> EmbeddingConfig:
     allowed = {
         "model",
         "package",
@@ -175,6 +186,8 @@ def _embedding(data: Mapping[str, Any], base: Path, key: str = "embedding") -> E
         "max_retries",
         "backoff_seconds",
         "device",
+        "backend",
+        "artifact_dir",
     } | ({"previous"} if key == "embedding" else set())
     _check_keys(data, key, allowed)
     previous = data.get("previous") or []
@@ -196,6 +209,10 @@ def _embedding(data: Mapping[str, Any], base: Path, key: str = "embedding") -> E
     device = _str(data, "device", key, "cpu")
     if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
         raise ConfigError(f"{key}.device", f"expected cpu, cuda[:N] or mps, got {device!r}")
+    backend = _choice(data, "backend", key, "torch", EMBEDDING_BACKENDS)
+    if backend != "torch" and device != "cpu":
+        raise ConfigError(f"{key}.backend", f"{backend} runs on the CPU only, not on device {device!r}")
+    artifacts = _str(data, "artifact_dir", key, "")
     return EmbeddingConfig(
         model=_str(data, "model", key),
         package=package if isinstance(package, str) else None,
@@ -208,8 +225,10 @@ def _embedding(data: Mapping[str, Any], base: Path, key: str = "embedding") -> E
         max_retries=_int(data, "max_retries", key, 3, 0, 20),
         backoff_seconds=float(backoff),
         device=device,
+        backend=backend,
+        artifact_dir=_resolve(base, artifacts) if artifacts else work_dir and work_dir / "_models",
         previous=tuple(
-            _embedding(_mapping(p, f"{key}.previous[{i}]"), base, f"{key}.previous[{i}]")
+            _embedding(_mapping(p, f"{key}.previous[{i}]"), base, f"{key}.previous[{i}]", work_dir)
             for i, p in enumerate(previous)
         ),
     )
@@ -313,10 +332,11 @@ def config_from_mapping(data: object, path: Path) -> TesseraConfig:
     base = path.parent.resolve()
     tenants_raw = _mapping(root.get("tenants"), "tenants")
     tenants = {str(t): _tenant(str(t), v, base) for t, v in tenants_raw.items()}
+    store = _store(_mapping(root.get("store"), "store"), base)
     return TesseraConfig(
         path=path.resolve(),
-        store=_store(_mapping(root.get("store"), "store"), base),
-        embedding=_embedding(_mapping(root.get("embedding"), "embedding"), base),
+        store=store,
+        embedding=_embedding(_mapping(root.get("embedding"), "embedding"), base, work_dir=store.work_dir),
         chunking=parse_chunking(_mapping(root.get("chunking"), "chunking")),
         tenants=tenants,
         schedule_cron=_cron(_mapping(root.get("schedule"), "schedule")),

@@ -23,7 +23,7 @@ from tessera.embedding.model_files import model_dir, verified_weights_hash
 from tessera.errors import ModelIdentityError
 
 
-def _declared_shape(path: Path) -> tuple[int, int] | None:
+def declared_shape(path: Path) -> tuple[int, int] | None:
     """(dimension, max_seq_length) from the folder's configs, when a plain stack declares them."""
     try:
         modules = json.loads((path / "modules.json").read_text("utf-8"))
@@ -50,7 +50,7 @@ class SentenceTransformerEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
         weights = verified_weights_hash(cfg)
-        shape = _declared_shape(self._path)
+        shape = declared_shape(self._path)
         if shape is None:
             model = self._load()
             shape = (int(model.get_embedding_dimension()), int(model.max_seq_length))
