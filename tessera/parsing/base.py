@@ -140,3 +140,20 @@ def source_encoding(content_type: str | None, raw: bytes) -> str:
     """The codec a document's bytes are decoded with (UTF-8 unless its parser says otherwise)."""
     hook = _hook(content_type, "source_encoding")
     return str(hook(raw)) if hook is not None else "utf-8"
+
+
+class ParserVersions:
+    """The installed parser's version per content type, asked once each: a document parsed by
+    another version of its parser is parsed again (exactly that parser's documents)."""
+
+    def __init__(self) -> None:
+        self._versions: dict[str, str | None] = {}
+
+    def changed(self, content_type: str, live_version: str) -> bool:
+        if content_type not in self._versions:
+            try:
+                self._versions[content_type] = get_parser(content_type).version
+            except DocumentError:  # no parser installed: the parse step quarantines it
+                self._versions[content_type] = None
+        current = self._versions[content_type]
+        return bool(live_version) and current is not None and live_version != current

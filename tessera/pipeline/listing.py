@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
+from tessera.parsing.base import ParserVersions
 from tessera.pipeline.context import RunContext
 from tessera.pipeline.relabel import split_meta_only
 from tessera.pipeline.staging import LISTING
@@ -174,10 +175,16 @@ def diff(rc: RunContext) -> Diff:
     live = rc.index.manifest()
     _policies_gone(listing, live)
     cfg_hash = rc.chunk_context.config_hash
+    parsers = ParserVersions()
     changed, meta_only = [], []
     for doc in listing.documents:
         state = live.get(doc.doc_id)
-        if state is None or state.revision != doc.revision or state.config_hash != cfg_hash:
+        if (
+            state is None
+            or state.revision != doc.revision
+            or state.config_hash != cfg_hash
+            or parsers.changed(doc.content_type, state.parser_version)
+        ):
             changed.append(doc.doc_id)
         elif state.meta_hash != doc.meta_hash:
             meta_only.append(doc.doc_id)

@@ -17,6 +17,7 @@ from tessera.errors import (
     QualityGateBlocked,
     StalePlanError,
 )
+from tessera.parsing.base import ParserVersions
 from tessera.pipeline.checks import check_published, check_rows
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.gate import GateResult, quality_gate
@@ -95,6 +96,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         live = rc.index.manifest() if scope else {}  # a no-op reads no table state
         # Re-check under the lock: drop documents another run already brought up to date.
         cfg_hash = rc.chunk_context.config_hash
+        parsers = ParserVersions()
         for doc_id in list(scope):
             doc, state = docs.get(doc_id), live.get(doc_id)
             if (doc is None and state is None) or (
@@ -102,6 +104,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
                 and state is not None
                 and (state.revision, state.meta_hash, state.config_hash)
                 == (doc.revision, doc.meta_hash, cfg_hash)
+                and not parsers.changed(doc.content_type, state.parser_version)
             ):
                 scope.discard(doc_id)
         # Fencing: whatever is left is published only against the state this run planned from,

@@ -56,6 +56,8 @@ class DocState:
     config_hash: str
     chunks: int
     acl_source: str = ""
+    parser_version: str = ""
+    """The parser version its rows were parsed with ("" for a table without the column)."""
 
 
 @dataclass(frozen=True)
@@ -140,20 +142,22 @@ class TenantIndex:
         if table is None:
             return {}
         cols = ["doc_id", "revision", "meta_hash", "chunking_config_hash"]
-        has_source = "acl_source" in table.schema.names  # older tables lack it until their next publish
+        optional = ["acl_source", "parser_version"]  # older tables lack them until their next publish
+        present = [c for c in optional if c in table.schema.names]
         with read_guard(self.db, self.tenant, self.model_key):  # a damaged file is StoreDamaged
-            data = table.search().select(cols + ["acl_source"] * has_source).limit(None).to_arrow()
-        if not has_source:
-            data = data.append_column("acl_source", pa.nulls(data.num_rows, pa.string()))
+            data = table.search().select(cols + present).limit(None).to_arrow()
+        for c in optional:
+            if c not in present:
+                data = data.append_column(c, pa.nulls(data.num_rows, pa.string()))
         # per document: its last row's values and its row count, grouped in Arrow (in order)
-        fields = [*cols[1:], "acl_source"]
+        fields = [*cols[1:], *optional]
         per_doc = data.group_by("doc_id", use_threads=False).aggregate(
             [*((c, "last") for c in fields), ("doc_id", "count")]
         )
         names = [f"{c}_last" for c in fields]
         return {
-            doc_id: DocState(rev, meta, cfg, n, src or "")
-            for doc_id, rev, meta, cfg, src, n in zip(
+            doc_id: DocState(rev, meta, cfg, n, src or "", parser or "")
+            for doc_id, rev, meta, cfg, src, parser, n in zip(
                 per_doc.column("doc_id").to_pylist(),
                 *(per_doc.column(c).to_pylist() for c in names),
                 per_doc.column("doc_id_count").to_pylist(),
@@ -203,7 +207,9 @@ class TenantIndex:
         res = (
             table.merge_insert("id")
             .when_matched_update_all(
-                where="target.checksum != source.checksum OR target.meta_hash != source.meta_hash"
+                # a new parser version that yields the same chunk records itself on the row
+                where="target.checksum != source.checksum OR target.meta_hash != source.meta_hash "
+                "OR target.parser_version != source.parser_version"
             )
             .when_not_matched_insert_all()
             .when_not_matched_by_source_delete(where)

@@ -105,3 +105,24 @@ def test_removed_and_quarantined_documents_leave_no_entry(ws: Any) -> None:
     out = ws.run("acme", "r2")
     assert out["parse"]["cache_forgotten"] == 1
     assert len(list(_cache(ws).glob("*.json"))) == 2
+
+
+def test_a_new_parser_version_reparses_exactly_its_documents(
+    ws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bump the Markdown parser: its documents (and only they) are parsed again, the rows
+    record the new version, and the next run is a no-op (no re-parse loop)."""
+    html = "<html><body><article><p>html page about the merger and plans.</p></article></body></html>"
+    ws.tenant("acme", {**FILES, "page.html": html})
+    ws.run("acme", "r1")
+    parsed = _refuse_parsing(monkeypatch)
+    monkeypatch.setattr(MarkdownParser, "version", MarkdownParser.version + "-next")
+    out = ws.run("acme", "r2")
+    assert out["listing"]["changed"] == 3 and sorted(parsed) == ["a.md", "b.md", "c.md"]
+    assert out["parse"]["from_cache"] == 0  # a new parser version is a new cache key
+    rows = ws.rows("acme")
+    assert {r["parser_version"] for r in rows if r["doc_id"].endswith(".md")} == {MarkdownParser.version}
+    assert out["publish"]["committed"] and out["publish"]["updated"] > 0  # same chunks, new version
+    again = ws.run("acme", "r3")
+    assert again["listing"]["changed"] == 0 and again["publish"]["committed"] is False
+    assert sorted(parsed) == ["a.md", "b.md", "c.md"]
