@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from itertools import islice
 from typing import Any, Protocol, TypeVar
 
 from tessera.config_execution import ExecutionConfig
@@ -54,6 +56,11 @@ class InlineExecutor:
 
 
 PRELOAD = ["tessera.pipeline.work"]
+IN_FLIGHT_PER_WORKER = 2
+"""Batches submitted ahead per worker. ``Executor.map`` keeps at most this many per worker
+queued or finished-but-unconsumed, so a consumer slower than the workers (the step's own
+process writing and deduplicating) holds a bounded number of results, not every batch's
+(``ProcessPoolExecutor.map`` submits every item at once and keeps each finished result)."""
 _POOLS: dict[int, ProcessPoolExecutor] = {}
 
 
@@ -79,11 +86,22 @@ class ProcessExecutor:
             yield from (fn(x) for x in items)
             return
         pool = _pool(self.workers)
+        pending: deque[Future[B]] = deque()
+        todo = iter(items)
         try:
-            yield from pool.map(fn, items)
+            for x in islice(todo, IN_FLIGHT_PER_WORKER * self.workers):
+                pending.append(pool.submit(fn, x))
+            while pending:
+                result = pending.popleft().result()
+                for x in islice(todo, 1):  # one finished, one more in flight
+                    pending.append(pool.submit(fn, x))
+                yield result
         except BrokenProcessPool:  # a worker died (killed, out of memory): the next step starts afresh
             _POOLS.pop(self.workers, None)
             raise
+        finally:  # a consumer that stops early (an error downstream) leaves nothing queued
+            for f in pending:
+                f.cancel()
 
 
 class RayExecutor:
@@ -113,9 +131,11 @@ class RayExecutor:
             return
         ray = self._ray()
         task = ray.remote(fn)
-        refs = [task.remote(x) for x in items]
-        for ref in refs:
-            result: B = ray.get(ref)
+        todo = iter(items)
+        refs = deque(task.remote(x) for x in islice(todo, IN_FLIGHT_PER_WORKER * self.workers))
+        while refs:
+            result: B = ray.get(refs.popleft())
+            refs.extend(task.remote(x) for x in islice(todo, 1))
             yield result
 
 

@@ -87,3 +87,35 @@ def test_a_dead_worker_fails_the_step_and_the_next_step_gets_a_fresh_pool() -> N
     with pytest.raises(BrokenProcessPool):
         list(ex.map(_die, [1, 2, 3]))
     assert list(ex.map(_die, [1, 3, 4])) == [1, 3, 4]
+
+
+def _mark(item: tuple[str, int]) -> int:
+    folder, i = item
+    with open(os.path.join(folder, f"{i:04d}"), "w") as f:
+        f.write("started")
+    return i
+
+
+def test_a_slow_consumer_keeps_a_bounded_number_of_batches_in_flight(tmp_path: Any) -> None:
+    """``ProcessPoolExecutor.map`` would run every batch at once and keep every result until
+    the step consumed it; the executor keeps at most IN_FLIGHT_PER_WORKER per worker ahead."""
+    import time
+
+    from tessera.pipeline.executors import IN_FLIGHT_PER_WORKER
+
+    ex = ProcessExecutor(2)
+    window = IN_FLIGHT_PER_WORKER * ex.workers
+    items = [(str(tmp_path), i) for i in range(40)]
+    got = []
+    for n, result in enumerate(ex.map(_mark, items), start=1):
+        got.append(result)
+        time.sleep(0.02)  # the consumer is slower than the workers
+        started = len(os.listdir(tmp_path))
+        assert started <= n + window, (n, started)
+    assert got == list(range(40))  # every item, in input order
+    stopped = ex.map(_mark, [(str(tmp_path / "x"), i) for i in range(40)])
+    (tmp_path / "x").mkdir()
+    next(stopped)
+    stopped.close()  # a consumer that stops early leaves nothing queued behind it
+    time.sleep(0.5)
+    assert len(os.listdir(tmp_path / "x")) <= 1 + window
