@@ -5,7 +5,8 @@ the parser are the same, so their parse (OCR included) is reused: the parse step
 document's parse from ``{work_dir}/{tenant}/.parse-cache/`` when an entry exists for its
 doc id, content type, revision and parser (name and version), and parses it otherwise. A new
 revision or a new parser version is another key, so it is parsed again; only successful
-parses are cached (a quarantined document is retried on every run).
+parses are cached (a quarantined document is retried on every run), and only once the run's
+publish step completed: a run that fails caches nothing.
 
 Entries are the staged ``parsed/`` format (:func:`tessera.serde.parsed_to_json`), written to a
 temporary name and renamed. An entry that does not decode, or names another document or
@@ -26,6 +27,9 @@ from tessera.types import ParsedDocument, SourceDocument
 log = logging.getLogger(__name__)
 
 PARSE_CACHE = ".parse-cache"
+PENDING = "parse-cache-pending"
+"""The run workspace's new entries: moved into the cache only when the run's publish step
+completes, so a run that fails (or is being debugged with a failing parser) caches nothing."""
 
 
 def cache_dir(work_dir: Path, tenant: str) -> Path:
@@ -80,3 +84,19 @@ def forget(folder: Path, doc_ids: list[str]) -> int:
             old.unlink(missing_ok=True)
             removed += 1
     return removed
+
+
+def adopt(pending: Path, folder: Path) -> int:
+    """Move a completed run's new entries into the cache (each replacing its document's others)."""
+    if not pending.is_dir():
+        return 0
+    folder.mkdir(parents=True, exist_ok=True)
+    moved = 0
+    for entry in pending.glob("*.json"):
+        doc_part = entry.name.split(".", 1)[0]
+        for old in folder.glob(f"{doc_part}.*.json"):
+            if old.name != entry.name:
+                old.unlink(missing_ok=True)
+        entry.replace(folder / entry.name)
+        moved += 1
+    return moved

@@ -18,6 +18,7 @@ from tessera.errors import (
     StalePlanError,
 )
 from tessera.parsing.base import ParserVersions
+from tessera.pipeline import parse_cache
 from tessera.pipeline.checks import check_published, check_rows
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.gate import GateResult, quality_gate
@@ -127,6 +128,9 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         "planned_from": data.get("planned_from", ""),
     }
     rc.write(PUBLISH_REPORT, summary)
+    parse_cache.adopt(
+        rc.workspace / parse_cache.PENDING, parse_cache.cache_dir(rc.config.store.work_dir, rc.tenant)
+    )
     for heavy in (PARSED, CHUNKS, VECTORS, SENTENCE_VECTORS, SENTENCE_COUNTS):
         path = rc.workspace / heavy
         if path.is_dir():

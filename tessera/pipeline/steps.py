@@ -114,8 +114,8 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     """Chunk the parsed documents, then mark duplicates against the run and the live rows.
 
     Chunks are staged batch by batch (``chunks.parquet``); only what dedup compares (id,
-    document, position, text) is held for the whole run, then the marks are applied in a
-    second streamed pass."""
+    document, position and the worker's sketch: checksum, MinHash signature, band keys; not
+    the text) is held for the whole run, then the marks are applied in a second streamed pass."""
     data, docs = listed_documents(rc)
     report = rc.read(PARSE_REPORT)
     outcomes, executor = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])

@@ -86,8 +86,8 @@ def _parse_one(task: ParseTask, doc: SourceDocument) -> ParseOutcome:
         return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, e.reason, str(e)))
     except Exception as e:  # a parser bug quarantines the document, it never deletes it
         return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, "parser_crash", repr(e)))
-    if task.cache_dir is not None and cached is None:
-        parse_cache.store(task.cache_dir, doc, result)
+    if task.cache_dir is not None and cached is None:  # adopted into the cache by the publish
+        parse_cache.store(task.parsed_dir.parent / parse_cache.PENDING, doc, result)
     out = task.parsed_dir / parsed_file(doc.doc_id)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(json.dumps(parsed_to_json(result)), encoding="utf-8")
