@@ -6,7 +6,6 @@ Every consumer (CLI, Dagster resources, tests) calls :func:`load_config`; errors
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,9 @@ from tessera.config_execution import ExecutionConfig as ExecutionConfig
 from tessera.config_execution import parse_execution
 from tessera.config_quality import QualityGateConfig as QualityGateConfig
 from tessera.config_quality import parse_quality
+from tessera.config_source import SourceConfig as SourceConfig
+from tessera.config_source import parse_source as _source
+from tessera.config_source import resolve_path as _resolve
 from tessera.config_values import check_keys as _check_keys
 from tessera.config_values import choice as _choice
 from tessera.config_values import integer as _int
@@ -75,27 +77,6 @@ class UserEntry:
 
 
 @dataclass(frozen=True)
-class SourceConfig:
-    """Where a tenant's documents live. ``kind`` selects the connector.
-
-    folder: ``path``. s3: ``bucket``, ``prefix``, optional ``endpoint_url`` (MinIO and other
-    S3-compatible stores) and ``region``; credentials come from the environment, never from
-    this file. git: ``repo`` (a local clone or bare repository), ``ref``, optional ``subdir``.
-    """
-
-    kind: str
-    path: Path | None = None
-    bucket: str = ""
-    prefix: str = ""
-    endpoint_url: str | None = None
-    region: str = "us-east-1"
-    repo: Path | None = None
-    ref: str = "HEAD"
-    subdir: str = ""
-    timeout_seconds: float = 30.0
-
-
-@dataclass(frozen=True)
 class TenantConfig:
     tenant_id: str
     source: SourceConfig
@@ -104,6 +85,11 @@ class TenantConfig:
     max_delete_fraction: float = 0.3
     guard_min_documents: int = 10
     quality: QualityGateConfig | None = None
+    operators: tuple[str, ...] = ()
+    """Users of this tenant allowed the operator endpoints (diagnose, failures); none by default."""
+    freshness_max_lag_s: float = 93_600.0
+    """How long a source change may wait for publication before the tenant's index is stale
+    (``freshness.max_lag_seconds``; 26 hours by default, one daily run plus slack)."""
 
 
 @dataclass(frozen=True)
@@ -151,13 +137,6 @@ def parse_access_rule(data: object, key: str) -> AccessRule:
         readers=_names(mapping.get("readers"), f"{key}.readers"),
         groups=_names(mapping.get("groups"), f"{key}.groups"),
     )
-
-
-def _resolve(base: Path, value: str) -> Path:
-    """Absolute and normalized, without following links: a source root that is a link must be
-    seen as one (and refused), not silently replaced by its target."""
-    p = Path(value)
-    return p if p.is_absolute() else Path(os.path.normpath(base.absolute() / p))
 
 
 def _store(data: Mapping[str, Any], base: Path) -> StoreConfig:
@@ -238,7 +217,7 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
     key = f"tenants.{tenant_id}"
     validate_tenant_id(tenant_id, key)
     mapping = _mapping(data, key)
-    _check_keys(mapping, key, {"source", "access", "guard", "quality"})
+    _check_keys(mapping, key, {"source", "access", "guard", "quality", "freshness"})
     guard = _mapping(mapping.get("guard"), f"{key}.guard")
     _check_keys(guard, f"{key}.guard", {"max_delete_fraction", "min_documents"})
     fraction = guard.get("max_delete_fraction", 0.3)
@@ -247,7 +226,7 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
             f"{key}.guard.max_delete_fraction", f"expected a number in [0, 1], got {fraction!r}"
         )
     access = _mapping(mapping.get("access"), f"{key}.access")
-    _check_keys(access, f"{key}.access", {"default", "users"})
+    _check_keys(access, f"{key}.access", {"default", "users", "operators"})
     default = parse_access_rule(access.get("default"), f"{key}.access.default")
     if not default.readers and not default.groups:
         raise ConfigError(f"{key}.access.default", "must name at least one reader or group (fail closed)")
@@ -267,61 +246,18 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
         max_delete_fraction=float(fraction),
         guard_min_documents=_int(guard, "min_documents", f"{key}.guard", 10, 0, 1_000_000),
         quality=parse_quality(mapping.get("quality"), f"{key}.quality", base),
+        operators=_names(access.get("operators"), f"{key}.access.operators"),
+        freshness_max_lag_s=_max_lag(mapping.get("freshness"), f"{key}.freshness"),
     )
 
 
-_SOURCE_KEYS = {
-    "folder": {"path"},
-    "s3": {"bucket", "prefix", "endpoint_url", "region"},
-    "git": {"repo", "ref", "subdir"},
-}
-
-
-def _source(data: Mapping[str, Any], key: str, base: Path) -> SourceConfig:
-    kind = _str(data, "kind", key)
-    if kind not in _SOURCE_KEYS:
-        raise ConfigError(
-            f"{key}.kind", f"unsupported source kind {kind!r}; supported: {sorted(_SOURCE_KEYS)}"
-        )
-    _check_keys(data, key, {"kind", "timeout_seconds"} | _SOURCE_KEYS[kind])
-    timeout = data.get("timeout_seconds", 30.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
-        raise ConfigError(f"{key}.timeout_seconds", f"expected seconds in (0, 3600], got {timeout!r}")
-    if kind == "folder":
-        return SourceConfig(
-            kind, path=_resolve(base, _str(data, "path", key)), timeout_seconds=float(timeout)
-        )
-    if kind == "s3":
-        bucket = _str(data, "bucket", key)
-        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
-            raise ConfigError(f"{key}.bucket", f"invalid bucket name {bucket!r}")
-        prefix = _str(data, "prefix", key, "")
-        if prefix.startswith("/") or ".." in prefix.split("/"):
-            raise ConfigError(f"{key}.prefix", f"invalid prefix {prefix!r}")
-        endpoint = data.get("endpoint_url")
-        if endpoint is not None and (not isinstance(endpoint, str) or not re.match(r"https?://", endpoint)):
-            raise ConfigError(f"{key}.endpoint_url", f"expected an http(s) URL, got {endpoint!r}")
-        return SourceConfig(
-            kind,
-            bucket=bucket,
-            prefix=prefix,
-            endpoint_url=endpoint,
-            region=_str(data, "region", key, "us-east-1"),
-            timeout_seconds=float(timeout),
-        )
-    ref = _str(data, "ref", key, "HEAD")
-    if ref.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/@^~{}-]+", ref):
-        raise ConfigError(f"{key}.ref", f"invalid git ref {ref!r}")
-    subdir = _str(data, "subdir", key, "").strip("/")
-    if ".." in subdir.split("/"):
-        raise ConfigError(f"{key}.subdir", f"invalid subdir {subdir!r}")
-    return SourceConfig(
-        kind,
-        repo=_resolve(base, _str(data, "repo", key)),
-        ref=ref,
-        subdir=subdir,
-        timeout_seconds=float(timeout),
-    )
+def _max_lag(data: object, key: str) -> float:
+    fresh = _mapping(data, key)
+    _check_keys(fresh, key, {"max_lag_seconds"})
+    lag = fresh.get("max_lag_seconds", 93_600.0)
+    if isinstance(lag, bool) or not isinstance(lag, int | float) or not 0 < lag <= 365 * 86_400:
+        raise ConfigError(f"{key}.max_lag_seconds", f"expected seconds in (0, 31536000], got {lag!r}")
+    return float(lag)
 
 
 def config_from_mapping(data: object, path: Path) -> TesseraConfig:

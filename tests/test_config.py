@@ -81,6 +81,18 @@ def test_minimal_config_defaults(tmp_path: Path) -> None:
     assert cfg.embedding.batch_size == 32
     assert cfg.store.uri == str((tmp_path / "index").resolve())
     assert cfg.store.work_dir == (tmp_path / "work").resolve()
+    acme = cfg.tenant("acme")
+    assert acme.operators == ()  # operator endpoints are closed unless a user is named
+    assert acme.freshness_max_lag_s == 93_600.0
+
+
+def test_operators_and_freshness_bound_are_read(tmp_path: Path) -> None:
+    data = base()
+    _set(data, f"{T}.access.operators", ["ops", "alice", "ops"])
+    data["tenants"]["acme"]["freshness"] = {"max_lag_seconds": 3600}
+    acme = load(data, tmp_path).tenant("acme")
+    assert acme.operators == ("alice", "ops")
+    assert acme.freshness_max_lag_s == 3600.0
 
 
 def test_remote_store_uri_is_kept(tmp_path: Path) -> None:
@@ -168,6 +180,12 @@ INVALID: list[tuple[str, str, Any, str]] = [
     ("source unknown key", f"{T}.source.bucket", "b", f"{T}.source.bucket"),
     ("tenant unknown key", f"{T}.schedule", "daily", f"{T}.schedule"),
     ("tenant not a mapping", T, ["x"], T),
+    ("operators not a list", f"{T}.access.operators", "alice", f"{T}.access.operators"),
+    ("operator bad name", f"{T}.access.operators", ["al ice"], f"{T}.access.operators"),
+    ("freshness unknown key", f"{T}.freshness", {"max_age": 3}, f"{T}.freshness.max_age"),
+    ("freshness zero", f"{T}.freshness", {"max_lag_seconds": 0}, f"{T}.freshness.max_lag_seconds"),
+    ("freshness bool", f"{T}.freshness", {"max_lag_seconds": True}, f"{T}.freshness.max_lag_seconds"),
+    ("freshness text", f"{T}.freshness", {"max_lag_seconds": "1h"}, f"{T}.freshness.max_lag_seconds"),
 ]
 
 
