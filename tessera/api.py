@@ -35,6 +35,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tessera.api_auth import IDENTITIES_UNAVAILABLE, Authenticator, NotReady, check_ready
+from tessera.api_ops import operator_router
 from tessera.api_schema import (
     ChunkResponse,
     CitationModel,
@@ -229,4 +230,5 @@ def create_app(
         audited(fetch_record("api", "show", who.tenant, who.user, chunk_id, sl.citation.chunk_id))
         return ChunkResponse.of(sl)
 
+    app.include_router(operator_router(cfg, identities, [embedder, *others]))  # /ops: operators only
     return app
