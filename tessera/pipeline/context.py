@@ -51,12 +51,17 @@ class RunContext:
     serving: tuple[Embedder, ...] = ()  # models that may be active (embedding.previous), for cutover
     sleep: Callable[[float], None] = time.sleep
     stats: dict[str, Any] = field(default_factory=dict)
+    doc_scope: frozenset[str] | None = None
+    """The only documents this run plans, publishes and clears from the failure queue
+    (``tessera retry``); nothing is removed. None: the whole tenant (``tessera run``, Dagster)."""
     _listing: tuple[tuple[int, int, int], dict[str, Any], dict[str, SourceDocument]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
         self.config.tenant(self.tenant)  # validates
+        if self.doc_scope is not None and not (self.doc_scope and all(self.doc_scope)):
+            raise ConfigError("doc_scope", "a restricted run names at least one document, none empty")
         if self.connector is None:
             # the revision cache lives with the tenant's run workspaces (a purge removes both)
             self.connector = connector_for(self.config.tenant(self.tenant), self.config.store.work_dir)

@@ -9,6 +9,7 @@ from typing import Any
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
 from tessera.parsing.base import ParserVersions
 from tessera.pipeline.context import RunContext
+from tessera.pipeline.failures import in_scope
 from tessera.pipeline.relabel import split_meta_only
 from tessera.pipeline.staging import LISTING
 from tessera.serde import doc_to_json
@@ -189,14 +190,13 @@ def diff(rc: RunContext) -> Diff:
         elif state.meta_hash != doc.meta_hash:
             meta_only.append(doc.doc_id)
     seen = {d.doc_id for d in listing.documents} | {f.doc_id for f in listing.failed}
-    removed = sorted(set(live) - seen)
+    changed, meta_only, removed = in_scope(rc, seen, changed, meta_only, sorted(set(live) - seen))
     revisions = {d.revision for d in listing.documents}
     moved = frozenset(d for d in removed if live[d].revision in revisions)
     old = {d: live[d].chunks for d in changed + removed if d in live}
     by_id = {d.doc_id: d for d in listing.documents}
     relabel, meta_only = split_meta_only(rc.index.table() if meta_only else None, meta_only, by_id)
-    fingerprint = plan_fingerprint(live)
-    return Diff(listing, changed, meta_only, removed, len(live), fingerprint, old, moved, relabel)
+    return Diff(listing, changed, meta_only, removed, len(live), plan_fingerprint(live), old, moved, relabel)
 
 
 def check_sources(rc: RunContext) -> dict[str, Any]:

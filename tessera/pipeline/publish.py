@@ -21,6 +21,7 @@ from tessera.parsing.base import ParserVersions
 from tessera.pipeline import parse_cache
 from tessera.pipeline.checks import check_published, check_rows
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
+from tessera.pipeline.failures import update_queue
 from tessera.pipeline.gate import GateResult, quality_gate
 from tessera.pipeline.listing import block_message, guard_status, plan_fingerprint
 from tessera.pipeline.relabel import relabelled
@@ -35,7 +36,7 @@ from tessera.pipeline.staging import (
     VECTORS,
 )
 from tessera.pipeline.steps import listed_documents, staged_chunks
-from tessera.store.index import StreamedRows
+from tessera.store.index import StreamedRows, document_revisions
 from tessera.store.lock import tenant_lock
 from tessera.types import SourceDocument
 
@@ -119,6 +120,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         if scope & relabel:  # read under the lock, after the fencing check: the state planned from
             rows = _with_relabelled(rc, rows, scope & relabel, docs)
         result = rc.index.publish(rows, scope, rc.run_id, cfg_hash)
+        queue = update_queue(rc)  # the failed-document queue, once the publish committed
     summary = {
         **asdict(result),
         "docs_changed": len(scope - set(data["removed"])),
@@ -126,6 +128,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         "quarantined": sorted(quarantined),
         "table": rc.index.name,
         "planned_from": data.get("planned_from", ""),
+        "failures": {"failed": len(queue.failed), "cleared": len(queue.cleared), "version": queue.version},
     }
     rc.write(PUBLISH_REPORT, summary)
     parse_cache.adopt(
@@ -168,6 +171,8 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
     if table is None:
         return ([] if not docs else ["no published table"]), {"rows": 0}
     quarantined = _quarantined(rc)
+    if rc.doc_scope is not None:  # a retry answers for its documents only: others may be stale
+        quarantined |= set(document_revisions(table)) - rc.doc_scope
     return check_published(
         table, rc.tenant, rc.embedder.identity.dimension, docs, quarantined, rc.blobs, sample_size
     )

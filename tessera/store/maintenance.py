@@ -9,11 +9,12 @@ so an operator's old tag keeps its own version and no other. (``Table.optimize``
 pinned every later version; pruning here goes through pylance's ``cleanup_old_versions``
 with ``error_if_tagged_old_versions=False``, which skips tagged versions instead.)
 
-The tenant's publications log and embedding caches are compacted and pruned too (no tags:
-their rows are all kept, only old versions go), so a tenant's open cost stays flat however
-often it publishes. The whole pass holds the tenant's publish lock, so no run of that tenant
-commits while it runs; files younger than Lance's safety window (7 days) that no version
-references are never deleted, so a writer in another process is not disturbed.
+The tenant's publications log, failed-document queue and embedding caches are compacted and
+pruned too (no tags: their rows are all kept, only old versions go), so a tenant's open cost
+stays flat however often it publishes. The whole pass holds the tenant's publish lock, so no
+run of that tenant commits while it runs; files younger than Lance's safety window (7 days)
+that no version references are never deleted, so a writer in another process is not
+disturbed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from tessera.config import validate_tenant_id
 from tessera.store.db import list_tables, open_table, publications_table_name
+from tessera.store.failures import failures_table_name
 from tessera.store.lock import tenant_lock
 
 
@@ -96,14 +98,15 @@ def maintain_tenant(
     keep_run_tags: int = 20,
 ) -> list[MaintenanceReport]:
     """Maintain ``table_names`` (chunk tables) under the tenant's publish lock; by default every
-    model's chunk table, then the tenant's embedding caches and its publications log."""
+    model's chunk table, then the tenant's embedding caches, its publications log and its
+    failed-document queue."""
     tenant = validate_tenant_id(tenant)
     logs: list[str] = []
     if table_names is None:
         names = list_tables(db)
         table_names = [n for n in names if n.startswith(f"chunks__{tenant}__")]
         logs = [n for n in names if n.startswith(f"embed_cache__{tenant}__")]
-        logs += [n for n in names if n == publications_table_name(tenant)]
+        logs += [n for n in names if n in (publications_table_name(tenant), failures_table_name(tenant))]
     out = []
     with tenant_lock(work_dir / "_locks", tenant):
         for name in table_names:

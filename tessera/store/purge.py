@@ -1,8 +1,8 @@
 """Remove everything Tessera holds for one tenant: an explicit, separate operation.
 
 Dropping a tenant from the configuration never deletes its data; ``tessera tenant purge``
-does: every model's chunk table, the embedding caches, the publication log, the stored
-source bytes and the run workspaces.
+does: every model's chunk table, the embedding caches, the publication log, the failed-document
+queue, the stored source bytes and the run workspaces.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from tessera.config import validate_tenant_id
 from tessera.store.active import active_table_name
 from tessera.store.blobs import BlobStore
 from tessera.store.db import list_tables, publications_table_name
+from tessera.store.failures import failures_table_name
 
 
 def purge_tenant(db: Any, index_uri: str, work_dir: Path, tenant: str) -> dict[str, Any]:
     validate_tenant_id(tenant)
-    mine = {publications_table_name(tenant), active_table_name(tenant)}
+    mine = {publications_table_name(tenant), active_table_name(tenant), failures_table_name(tenant)}
     prefixes = (f"chunks__{tenant}__", f"embed_cache__{tenant}__")
     dropped = sorted(n for n in list_tables(db) if n in mine or n.startswith(prefixes))
     for name in dropped:
