@@ -11,10 +11,12 @@ from dagster import (
 )
 
 from assets.chunk_embeddings import chunk_embeddings
+from assets.freshness import freshness_metadata, freshness_of
 from assets.partitions import allow_mass_delete, tenant_partitions
 from assets.published_index import published_index
 from assets.source_listing import source_listing
 from resources.runs import ALLOW_MASS_DELETE_TAG, TenantRunResource
+from tessera.pipeline.freshness import FreshnessVerdict
 from tessera.pipeline.listing import guard_status
 from tessera.pipeline.run import gate_step, verify_step
 from tessera.store.db import connect
@@ -96,4 +98,20 @@ def store_health(tenant_run: TenantRunResource, published_index: dict[str, Any])
             "last_good": report.last_good.label() if report.last_good else "none",
             "problems": "\n".join(report.problems()[:20]) or "none",
         },
+    )
+
+
+@asset_check(asset=published_index, partitions_def=tenant_partitions, blocking=False)
+def index_freshness(tenant_run: TenantRunResource, published_index: dict[str, Any]) -> AssetCheckResult:
+    """How stale the tenant's index is: a fresh, read-only listing of the source against what
+    is live. WARN (never blocking) when a source change has waited longer than
+    ``tenants.<t>.freshness.max_lag_seconds``, when the source cannot be listed, or when
+    nothing was ever published; passes while every pending change is younger than the bound."""
+    rc = tenant_run.from_manifest(published_index, "index-freshness")
+    f = freshness_of(rc, tenant_run.sources)
+    return AssetCheckResult(
+        passed=f.verdict is FreshnessVerdict.FRESH,
+        severity=AssetCheckSeverity.WARN,
+        metadata=freshness_metadata(f),
+        description=f"{f.verdict.value}: lag {f.lag_seconds:.0f}s of {f.max_lag_seconds:.0f}s allowed",
     )

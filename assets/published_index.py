@@ -2,10 +2,18 @@ from typing import Any
 
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
+from assets.freshness import published_freshness
 from assets.partitions import allow_mass_delete, call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
+from tessera.pipeline.failures import queue_summary
 from tessera.pipeline.lineage import lineage_step
 from tessera.pipeline.run import publish_step
+from tessera.store.failures import FailureSummary
+
+
+def failure_metadata(summary: FailureSummary) -> dict[str, Any]:
+    reasons = {reason: n for reason, n in summary.top_reasons}
+    return {"failed_documents": summary.count, "failed_top_reasons": MetadataValue.json(reasons)}
 
 
 @asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"})
@@ -23,5 +31,7 @@ def published_index(
         **counts(summary),
         "lineage_report": MetadataValue.path(lineage["report"]),
         "provenance_sample": MetadataValue.md(lineage["sample"]),
+        **failure_metadata(queue_summary(rc)),  # the failed-document queue after this publish
+        **published_freshness(rc, tenant_run.sources),  # lag, pending, verdict (read-only)
     }
     return Output(manifest(summary, rc.tenant, chunk_embeddings["workspace_id"]), metadata=metadata)

@@ -5,7 +5,7 @@ import os
 from dagster import Definitions
 
 from assets import EVALUATION_ASSETS, INDEXING_ASSETS, INDEXING_CHECKS, MAINTENANCE_ASSETS
-from assets.checks import store_health
+from assets.checks import index_freshness, store_health
 from pipelines.deployment import executor_from_env
 from pipelines.jobs import evaluate_chunking_job, index_tenant_job, maintain_index_job
 from pipelines.schedules import build_rebuild_schedule, index_maintenance_schedule
@@ -37,7 +37,7 @@ def build_definitions(
     return Definitions(
         executor=executor_from_env(),
         assets=[*INDEXING_ASSETS, *EVALUATION_ASSETS, *MAINTENANCE_ASSETS],
-        asset_checks=[*INDEXING_CHECKS, store_health],
+        asset_checks=[*INDEXING_CHECKS, store_health, index_freshness],
         jobs=[index_tenant_job, evaluate_chunking_job, maintain_index_job],
         schedules=[build_rebuild_schedule(config.load().schedule_cron), index_maintenance_schedule],
         sensors=[tenant_partitions_sensor, source_change_sensor],

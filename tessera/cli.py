@@ -17,15 +17,18 @@ from pathlib import Path
 from tessera import boundary
 from tessera.boundary import EXIT_INTERRUPTED, Parser, int_option
 from tessera.cli_config import add_parser as add_config_parser
+from tessera.cli_diagnose import add_parser as add_diagnose_parser
 from tessera.cli_doctor import add_parser as add_doctor_parser
 from tessera.cli_eval import add_parser as add_eval_parser
 from tessera.cli_eval import cmd_eval, eval_chunking, eval_chunking_args
+from tessera.cli_failures import add_parsers as add_failures_parsers
 from tessera.cli_model import add_parser as add_model_parser
 from tessera.cli_model import make_embedders
 from tessera.cli_restore import add_parser as add_restore_parser
 from tessera.cli_run import add_parser as add_run_parser
 from tessera.cli_search import add_parsers as add_search_parsers
 from tessera.cli_search import print_hits
+from tessera.cli_status import add_parser as add_status_parser
 from tessera.cli_version import tessera_version
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
@@ -185,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     add_model_parser(sub)
     add_run_parser(sub)
+    add_failures_parsers(sub)
     add_search_parsers(sub)
     sv = sub.add_parser("serve", help="serve the HTTP API (API-key auth)")
     sv.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
@@ -195,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="print the publications as JSON")
     v.set_defaults(func=_cmd_versions)
     add_restore_parser(sub, _index)
+    add_status_parser(sub)
     add_doctor_parser(sub, lambda args, cfg: _index(args, cfg).model_key)
     src = sub.add_parser("sources", help="source connectors").add_subparsers(
         dest="sources_cmd", required=True
@@ -218,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     li.set_defaults(func=_cmd_lineage)
     add_eval_parser(sub)
     add_config_parser(sub)
+    add_diagnose_parser(sub)
     return p
 
 
