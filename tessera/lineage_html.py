@@ -74,10 +74,14 @@ def _source_page(raw: bytes, rows: list[dict[str, Any]]) -> str:
     return "<pre>" + "".join(parts) + "</pre>"
 
 
+BOX = ("x0", "y0", "x1", "y1")
+"""How the chunk table stores a page's box (``tessera/store/schema.py``)."""
+
+
 def _paged_page(rows: list[dict[str, Any]]) -> str:
     body = ["<table><tr><th>chunk</th><th>pages and boxes</th><th>text</th></tr>"]
     for r in sorted(rows, key=lambda r: r["start"]):
-        where = "; ".join(f"p{p['page']} {[round(x, 1) for x in p['bbox']]}" for p in r["pages"] or [])
+        where = "; ".join(f"p{p['page']} {[round(p[k], 1) for k in BOX]}" for p in r["pages"] or [])
         body.append(
             f'<tr><td><a id="chunk-{r["id"]}"></a><span data-c="{r["id"]}" title="{html.escape(_tip(r))}">'
             f"{r['id'][:16]}</span></td><td>{html.escape(where)}</td><td>{html.escape(r['text'])}</td></tr>"
