@@ -81,14 +81,26 @@ def retry_outcome(data: dict[str, Any], doc_id: str, run_id: str, record: Failur
 def _cmd_retry(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.cli_model import make_embedders
     from tessera.cli_run import _run_one
+    from tessera.pipeline.freshness import readonly_connector
     from tessera.pipeline.run import RunContext
     from tessera.store.failures import FailureQueue
 
-    cfg.tenant(args.tenant)
+    tenant = cfg.tenant(args.tenant)
     embedder, *serving = make_embedders(cfg, args.fake_embedder)
     run_id = args.run_id or f"retry-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     doc = args.doc
-    rc = RunContext(cfg, args.tenant, run_id, embedder, serving=tuple(serving), doc_scope=frozenset([doc]))
+    # A retry reads the revision cache but never writes it: a refused retry (a document the
+    # source does not list) leaves every file as it was, and a one-document run has little to add.
+    connector = readonly_connector(tenant, cfg.store.work_dir)
+    rc = RunContext(
+        cfg,
+        args.tenant,
+        run_id,
+        embedder,
+        serving=tuple(serving),
+        doc_scope=frozenset([doc]),
+        connector=connector,
+    )
     out = _run_one(rc)
     record = FailureQueue(rc.db, args.tenant).get(doc)
     status = retry_outcome(rc.listing()[0], doc, run_id, record)

@@ -8,6 +8,9 @@ failed or skipped test, does not. ``make reliability`` loads this plugin
 (``-p tests.scoreboard --require-all-scenarios``) and ends with ``N/M scenarios hold`` and
 the ids that do not; it fails unless all hold.
 ``make test`` loads it too and prints the same board, without failing on it.
+
+Under pytest-xdist the items are collected in the workers, so each item carries its scenarios
+in ``user_properties``; the board is built from the reports, which reach the controller.
 """
 
 from __future__ import annotations
@@ -40,16 +43,25 @@ _covers: dict[str, list[str]] = defaultdict(list)  # scenario -> test node ids
 _outcome: dict[str, str] = {}  # test node id -> passed | failed | skipped
 
 
+def _worker(config: Any) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_collection_modifyitems(config: Any, items: list[pytest.Item]) -> None:
     for item in items:
         for mark in item.iter_markers("scenario"):
             for sid in mark.args:
                 if sid not in KNOWN:
                     raise pytest.UsageError(f"{item.nodeid}: unknown scenario {sid!r}; known: {KNOWN}")
-                _covers[sid].append(item.nodeid)
+                item.user_properties.append(("scenario", sid))
+                if not _worker(config):
+                    _covers[sid].append(item.nodeid)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for name, sid in report.user_properties:  # from a worker: the controller collected nothing
+        if name == "scenario" and report.nodeid not in _covers[sid]:
+            _covers[sid].append(report.nodeid)
     if report.failed:
         _outcome[report.nodeid] = "failed"
     elif report.skipped and _outcome.get(report.nodeid) != "failed":
@@ -67,6 +79,8 @@ def status(sid: str) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    if _worker(config):
+        return
     write = terminalreporter.write_line
     terminalreporter.section("reliability scoreboard")
     for group, ids in (("RELIABILITY.md", RELIABILITY), ("safety classes", SAFETY)):
@@ -87,6 +101,6 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    strict = session.config.getoption("--require-all-scenarios")
+    strict = session.config.getoption("--require-all-scenarios") and not _worker(session.config)
     if strict and any(status(sid) != "holds" for sid in KNOWN):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -45,7 +45,7 @@ HOSTILE: dict[str, bytes] = {
     "b.md": b"\x89PNG\r\n\x1a\n" + rand_bytes(2048, 2),  # an image under a .md name
     "c.md": rand_bytes(4096, 3, low=1),  # random binary without a single NUL
     "tool.py": b'def tool():\n    return "tool"\n' + b"\x00" * 512,  # a NUL-filled tail
-    "e.html": gzip.compress(GOOD["e.html"].encode()),  # a compressed page
+    "e.html": gzip.compress(GOOD["e.html"].encode(), mtime=0),  # a compressed page
 }
 
 
@@ -121,7 +121,7 @@ PARSERS = [
         b"GIF89a\x01\x00\x01\x00",
         b"\xff\xd8\xff\xe0\x00\x10JFIF",
         b"\x7fELF\x02\x01\x01",
-        gzip.compress(b"# hello\n"),
+        gzip.compress(b"# hello\n", mtime=0),
         b"RIFF\x24\x00\x00\x00WEBPVP8 ",
     ],
 )

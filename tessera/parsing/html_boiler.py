@@ -84,6 +84,9 @@ CONTROL_CHARS = 20
 an FAQ question that opens its answer)."""
 ID_PARTS = 3
 """An id names a widget (``comment-box``) when it has at most this many ``-`` parts."""
+CRUMB_WORDS = words("breadcrumb breadcrumbs crumbs")
+CRUMB_CHARS = 300
+"""A breadcrumb trail up to this many chars is pruned even when it reads as prose."""
 LINK_PRUNED = words("div section ul ol dl menu p header footer aside center address details span font")
 
 
@@ -125,6 +128,16 @@ class ContentParams:
     its boilerplate class tokens) is on at least this many elements (posts, service cards). A
     single named widget that reads as prose (a reviews panel, a comments pane) is pruned
     (0: the guard protects every element)."""
+    lead: bool = True
+    """Drop the datelines and bylines above an article's first paragraph
+    (:mod:`~tessera.parsing.html_lead`)."""
+    lead_prose: int = 1000
+    """The lead rules apply only to a container with this many chars of prose (an article); on
+    a product or a listing, the name and the dates above it are its content (set by hand)."""
+    title_repeat: bool = False
+    """With ``lead``: also drop a heading above the first paragraph that repeats the page's
+    title. Off: the title heading is the root of every chunk's heading breadcrumbs (the
+    document's only title in the index), though Readability-style golds leave it out."""
 
 
 DEFAULT_PARAMS = ContentParams()
@@ -213,6 +226,8 @@ def is_boilerplate(
     if tag == "header":  # top_heads: the subtree is as compute_stats left it (pruning is top-down)
         return node.top_heads == 0 or node.link > 0.5 * max(node.text, 1)
     value = names(node)
+    if node.text <= CRUMB_CHARS and value.strip() and boiler_name(value, CRUMB_WORDS):
+        return True  # a breadcrumb trail: a line of links that reads as prose only by its length
     if value.strip() and boiler_name(value, PRUNE_WORDS):
         if node.good < params.name_prose * max(node.text, 1):
             return True

@@ -6,7 +6,8 @@ text, link text and prose, :func:`select_content` picks the main container (``<m
 share ends at, or the readability-style scored container of :mod:`html_score`) and prunes
 boilerplate inside it (:mod:`html_boiler`): navigation, asides, page headers and footers,
 cookie/consent banners, share/related/newsletter/comment/review widgets (by tag, ARIA role,
-class or id), teaser feeds and link-dense blocks (menus, link farms). No site-specific rules.
+class or id), teaser feeds and link-dense blocks (menus, link farms), then the datelines and
+bylines above an article's first paragraph (:mod:`html_lead`). No site-specific rules.
 
 Each pass ticks the parse's :class:`~tessera.parsing.budget.Deadline` once per element, and
 none searches a subtree per element: what pruning asks of a subtree (kept ``h1``/``h2``, a
@@ -33,6 +34,7 @@ from tessera.parsing.html_boiler import (
     is_card_block,
     names,
 )
+from tessera.parsing.html_lead import prune_lead
 from tessera.parsing.html_score import score_tree
 from tessera.parsing.html_stats import (
     BLOCK,
@@ -108,9 +110,12 @@ def select_content(
         container = _descend(container)
         if params.scored != "off" and src is not None:
             container = _scored(root, container, order, src, params, deadline)
-    _prune(container, params, deadline, class_counts(order) if params.name_repeat else None)
+    counts = class_counts(order) if params.name_repeat else None
+    _prune(container, params, deadline, counts)
     if container.linked_good and container.good - container.linked_good >= ARTICLE_CHARS:
         _prune_cards(container, src, deadline)  # (pruning only lowers the prose outside links)
+    if params.lead and src is not None:
+        prune_lead(container, src, params.lead_prose, params.title_repeat, counts, deadline)
     lead = None
     if params.lead_title and not _has_kept(container, "h1"):
         lead = _lead_heading(root, container)
