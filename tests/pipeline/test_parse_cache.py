@@ -126,3 +126,24 @@ def test_a_new_parser_version_reparses_exactly_its_documents(
     again = ws.run("acme", "r3")
     assert again["listing"]["changed"] == 0 and again["publish"]["committed"] is False
     assert sorted(parsed) == ["a.md", "b.md", "c.md"]
+
+
+def test_adopting_replaces_only_the_documents_own_older_entries(tmp_path: Path) -> None:
+    from tessera.pipeline import parse_cache
+
+    cache, pending = tmp_path / "cache", tmp_path / "pending"
+    cache.mkdir()
+    pending.mkdir()
+    part_a, part_b = parse_cache._doc_part("a.md"), parse_cache._doc_part("b.md")
+    (cache / f"{part_a}.old.json").write_text("{}")
+    (cache / f"{part_b}.keep.json").write_text("{}")
+    (cache / ".tmp-not-an-entry.json").write_text("{}")
+    (pending / f"{part_a}.new.json").write_text('{"new": 1}')
+    assert parse_cache.adopt(pending, cache) == 1
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [f"{part_a}.new.json", f"{part_b}.keep.json", ".tmp-not-an-entry.json"]
+    )
+    assert (cache / f"{part_a}.new.json").read_text() == '{"new": 1}'
+    assert parse_cache.forget(cache, ["b.md", "gone.md"]) == 1
+    assert not (cache / f"{part_b}.keep.json").exists() and (cache / f"{part_a}.new.json").exists()
+    assert parse_cache.forget(tmp_path / "missing", ["a.md"]) == 0
