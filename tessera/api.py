@@ -37,6 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tessera.api_auth import IDENTITIES_UNAVAILABLE, Authenticator, NotReady, check_ready
 from tessera.api_ops import operator_router
 from tessera.api_schema import (
+    KEYED_ERRORS,
     ChunkResponse,
     CitationModel,
     ErrorModel,
@@ -158,13 +159,7 @@ def create_app(
         return ReadyResponse()  # no counts, no names: the probe needs no key
 
     unauthorized: dict[int | str, dict[str, Any]] = {
-        401: {
-            "model": ErrorModel,
-            "description": "missing or invalid API key",
-            "headers": {"WWW-Authenticate": {"description": "the challenge", "schema": {"type": "string"}}},
-        },
-        422: {"model": ErrorModel, "description": "a bad parameter; the message names it"},
-        500: {"model": ErrorModel, "description": "an unexpected error, named by type only"},
+        **KEYED_ERRORS,
         503: {"model": ErrorModel, "description": "identities, the audit log or the store unavailable"},
     }
 

@@ -12,13 +12,13 @@ Errors have the API's one shape, ``{"detail": "<message>"}`` (``ErrorModel``).
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from tessera.api_auth import Authenticator
 from tessera.api_failures import add_failure_routes
-from tessera.api_schema import ErrorModel
+from tessera.api_schema import OPS_RESPONSES, OTHER_TENANT
 from tessera.config import TesseraConfig
 from tessera.diagnose import DiagnoseRequest, Diagnosis, diagnose, parse_range
 from tessera.embedding.base import Embedder
@@ -29,20 +29,6 @@ from tessera.search.options import MAX_QUERY_CHARS
 from tessera.search.principal import Principal
 
 NOT_OPERATOR = "forbidden: this key's user is not an operator of its tenant"
-OTHER_TENANT = "forbidden: an operator acts only within its own tenant"
-
-OPS_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {
-        "model": ErrorModel,
-        "description": "missing or invalid API key",
-        "headers": {"WWW-Authenticate": {"description": "the challenge", "schema": {"type": "string"}}},
-    },
-    403: {"model": ErrorModel, "description": "not an operator of the tenant, or another tenant"},
-    422: {"model": ErrorModel, "description": "a bad parameter; the message names it"},
-    500: {"model": ErrorModel, "description": "an unexpected error, named by type only"},
-    503: {"model": ErrorModel, "description": "identities or the store unavailable"},
-}
-"""The error answers every operator endpoint declares (OpenAPI)."""
 
 
 def operator_dependency(cfg: TesseraConfig, identities: IdentitySource) -> Callable[..., Principal]:

@@ -126,6 +126,27 @@ class ErrorModel(BaseModel):
     detail: str
 
 
+KEYED_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {
+        "model": ErrorModel,
+        "description": "missing or invalid API key",
+        "headers": {"WWW-Authenticate": {"description": "the challenge", "schema": {"type": "string"}}},
+    },
+    422: {"model": ErrorModel, "description": "a bad parameter; the message names it"},
+    500: {"model": ErrorModel, "description": "an unexpected error, named by type only"},
+}
+"""The error answers every endpoint behind an API key declares (OpenAPI)."""
+
+OPS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **KEYED_ERRORS,
+    403: {"model": ErrorModel, "description": "not an operator of the tenant, or another tenant"},
+    503: {"model": ErrorModel, "description": "identities or the store unavailable"},
+}
+"""The error answers every operator endpoint (``/ops/...``) declares."""
+
+OTHER_TENANT = "forbidden: an operator acts only within its own tenant"
+
+
 class HealthResponse(BaseModel):
     status: Literal["ok"] = "ok"
 

@@ -81,8 +81,8 @@ def retry_outcome(data: dict[str, Any], doc_id: str, run_id: str, record: Failur
 def _cmd_retry(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.cli_model import make_embedders
     from tessera.cli_run import _run_one
-    from tessera.pipeline.freshness import readonly_connector
     from tessera.pipeline.run import RunContext
+    from tessera.sources.registry import connector_for
     from tessera.store.failures import FailureQueue
 
     tenant = cfg.tenant(args.tenant)
@@ -91,7 +91,7 @@ def _cmd_retry(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     doc = args.doc
     # A retry reads the revision cache but never writes it: a refused retry (a document the
     # source does not list) leaves every file as it was, and a one-document run has little to add.
-    connector = readonly_connector(tenant, cfg.store.work_dir)
+    connector = connector_for(tenant, cfg.store.work_dir, read_only=True)
     rc = RunContext(
         cfg,
         args.tenant,

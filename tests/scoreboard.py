@@ -60,7 +60,7 @@ def pytest_collection_modifyitems(config: Any, items: list[pytest.Item]) -> None
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for name, sid in report.user_properties:  # from a worker: the controller collected nothing
-        if name == "scenario" and report.nodeid not in _covers[sid]:
+        if name == "scenario" and isinstance(sid, str) and report.nodeid not in _covers[sid]:
             _covers[sid].append(report.nodeid)
     if report.failed:
         _outcome[report.nodeid] = "failed"

@@ -321,12 +321,12 @@ def test_the_check_writes_nothing(ws: Workspace, src: Path) -> None:
 
 def test_the_revision_cache_spares_reads_of_unchanged_files(ws: Workspace, src: Path) -> None:
     """Read-only does not mean reading everything: the run's cached revisions are used."""
-    from tessera.pipeline.freshness import readonly_connector
+    from tessera.sources.registry import connector_for
 
     cfg = ws.config()
     t = cfg.tenant("acme")
     cache = seed_cache(ws, src)
-    conn = readonly_connector(t, cfg.store.work_dir)
+    conn = connector_for(t, cfg.store.work_dir, read_only=True)
     assert isinstance(conn, FolderConnector) and conn.cache is not None
     before = cache.path.read_bytes()
     assert fresh(ws, connector=conn).verdict is FRESH

@@ -32,7 +32,7 @@ Definitions (all times UTC):
   else ``fresh`` (pending changes younger than the bound are fresh).
 
 The check is read-only: no commit, no run workspace, and the revision cache is read but
-never written (:func:`readonly_connector`). It takes no lock: the live state is read between
+never written (``connector_for(..., read_only=True)``). It takes no lock: the live state is read between
 two reads of the table version and read again if a publish came in between.
 """
 
@@ -44,14 +44,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from tessera.config import TenantConfig, TesseraConfig
 from tessera.embedding.identity import ModelIdentity
 from tessera.sources.base import Listing, SourceConnector
-from tessera.sources.registry import BUILTIN, CONNECTORS, connector_for
-from tessera.sources.revision_cache import CachedRevision, RevisionCache, cache_path
+from tessera.sources.registry import connector_for
 from tessera.store.db import connect
 from tessera.store.index import DocState, TenantIndex
 from tessera.types import ALWAYS
@@ -135,22 +133,6 @@ class Freshness:
             ],
             "error": self.error,
         }
-
-
-class _ReadOnlyCache(RevisionCache):
-    """The tenant's revision cache for lookups only: a listing through it never writes it."""
-
-    def save(self, source: str, entries: dict[str, CachedRevision]) -> None:
-        log.debug("revision cache %s left as it is (read-only listing of %s)", self.path, source)
-
-
-def readonly_connector(tenant: TenantConfig, state_dir: Path) -> SourceConnector:
-    """The tenant's connector, using its revision cache (so unchanged documents are not read
-    again) without ever writing it. A registered (plug-in) kind gets no cache."""
-    if tenant.source.kind not in BUILTIN:
-        return connector_for(tenant, None)
-    cache = _ReadOnlyCache(cache_path(state_dir, tenant.tenant_id), tenant.tenant_id)
-    return CONNECTORS.get(tenant.source.kind)(tenant, cache)
 
 
 @dataclass(frozen=True)
@@ -280,12 +262,13 @@ def check_freshness(
 ) -> Freshness:
     """List ``tenant``'s source and compare it with its live table for ``model`` (read-only).
 
-    ``connector``: the tenant's connector (default: :func:`readonly_connector`); ``now``: the
-    time the lag is measured at (default: after the listing, so a slow listing adds no lag)."""
+    ``connector``: the tenant's connector (default: its own, with a read-only revision
+    cache); ``now``: the time the lag is measured at (default: after the listing, so a slow
+    listing adds no lag)."""
     t = config.tenant(tenant)  # an unknown tenant is a ConfigError
 
     def source() -> SourceConnector:
-        return connector if connector is not None else readonly_connector(t, config.store.work_dir)
+        return connector if connector is not None else connector_for(t, config.store.work_dir, read_only=True)
 
     listing = _list(source, tenant)  # first: a publish during the listing cannot look pending
     index = TenantIndex(

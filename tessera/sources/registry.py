@@ -14,7 +14,7 @@ from tessera.config import TenantConfig
 from tessera.errors import ConfigError
 from tessera.registry import Registry, UnknownName
 from tessera.sources.base import SourceConnector
-from tessera.sources.revision_cache import RevisionCache, cache_path
+from tessera.sources.revision_cache import ReadOnlyRevisionCache, RevisionCache, cache_path
 
 ConnectorFactory = Callable[[TenantConfig], SourceConnector]
 CachingFactory = Callable[[TenantConfig, RevisionCache | None], SourceConnector]
@@ -52,9 +52,12 @@ CONNECTORS.register("git", _git)
 BUILTIN = ("folder", "s3", "git")
 
 
-def connector_for(tenant: TenantConfig, state_dir: Path | None = None) -> SourceConnector:
+def connector_for(
+    tenant: TenantConfig, state_dir: Path | None = None, *, read_only: bool = False
+) -> SourceConnector:
     """The tenant's connector; with ``state_dir``, built-in kinds keep a revision cache there
-    (``{state_dir}/{tenant}/.source-revisions.json``)."""
+    (``{state_dir}/{tenant}/.source-revisions.json``). ``read_only``: the cache is used for
+    lookups (unchanged documents are not read again) but never written."""
     kind = tenant.source.kind
     try:
         factory = CONNECTORS.get(kind)
@@ -62,5 +65,6 @@ def connector_for(tenant: TenantConfig, state_dir: Path | None = None) -> Source
         raise ConfigError(f"tenants.{tenant.tenant_id}.source.kind", f"no connector for {kind!r}") from e
     cache = None
     if state_dir is not None and kind in BUILTIN:
-        cache = RevisionCache(cache_path(state_dir, tenant.tenant_id), tenant.tenant_id)
+        kind_of_cache = ReadOnlyRevisionCache if read_only else RevisionCache
+        cache = kind_of_cache(cache_path(state_dir, tenant.tenant_id), tenant.tenant_id)
     return factory(tenant, cache)

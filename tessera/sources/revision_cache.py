@@ -144,6 +144,14 @@ class RevisionCache:
             )
 
 
+class ReadOnlyRevisionCache(RevisionCache):
+    """The same cache for lookups only: a listing through it never writes it (``tessera
+    status``, ``tessera retry``: a report or a refused retry leaves every file as it was)."""
+
+    def save(self, source: str, entries: dict[str, CachedRevision]) -> None:
+        log.debug("revision cache %s left as it is (read-only listing of %s)", self.path, source)
+
+
 class CacheSession:
     """The cache during one listing: lookups by key and signature, entries this listing saw."""
 
