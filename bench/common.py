@@ -35,10 +35,29 @@ def median(values: list[float]) -> float:
 
 def write_result(name: str, data: dict[str, Any]) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    data = {"benchmark": name, "machine": {"python": platform.python_version(), "cpus": _cpus()}, **data}
+    machine = {"python": platform.python_version(), "cpus": _cpus(), **cpu_description()}
+    data = {"benchmark": name, "machine": machine, **data}
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+"""The vector instructions that decide int8 and fp32 matrix speed (VNNI: int8 dot products)."""
+
+
+def cpu_description() -> dict[str, Any]:
+    """The CPU model and which of :data:`ISA_FLAGS` it has (Linux ``/proc/cpuinfo``): results
+    measured on machines of the same kind can differ by CPU, and int8 ratios do by a lot."""
+    try:
+        info = Path("/proc/cpuinfo").read_text("utf-8", errors="replace")
+    except OSError:
+        return {"cpu": platform.processor() or "unknown", "isa": []}
+    fields = dict(
+        (k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in info.splitlines()) if v
+    )
+    flags = set(fields.get("flags", "").split())
+    return {"cpu": fields.get("model name", "unknown"), "isa": [f for f in ISA_FLAGS if f in flags]}
 
 
 def _cpus() -> int:
