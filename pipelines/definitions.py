@@ -9,7 +9,7 @@ from assets.checks import index_freshness, store_health
 from pipelines.deployment import executor_from_env
 from pipelines.jobs import evaluate_chunking_job, index_tenant_job, maintain_index_job
 from pipelines.schedules import build_rebuild_schedule, index_maintenance_schedule
-from pipelines.sensors import source_change_sensor, tenant_partitions_sensor
+from pipelines.sensors import cli_activity_sensor, source_change_sensor, tenant_partitions_sensor
 from resources import (
     ConfiguredSourceResource,
     EmbedderResource,
@@ -40,7 +40,7 @@ def build_definitions(
         asset_checks=[*INDEXING_CHECKS, store_health, index_freshness],
         jobs=[index_tenant_job, evaluate_chunking_job, maintain_index_job],
         schedules=[build_rebuild_schedule(config.load().schedule_cron), index_maintenance_schedule],
-        sensors=[tenant_partitions_sensor, source_change_sensor],
+        sensors=[tenant_partitions_sensor, source_change_sensor, cli_activity_sensor],
         resources={
             "tessera_config": config,
             "tenant_run": TenantRunResource(config=config, embedder=embedder, sources=source_resource),

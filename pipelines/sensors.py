@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 from dagster import (
     AddDynamicPartitionsRequest,
+    DefaultSensorStatus,
     DeleteDynamicPartitionsRequest,
     RunRequest,
     SensorEvaluationContext,
@@ -13,11 +14,13 @@ from dagster import (
 )
 
 from assets import tenant_partitions
+from assets.activity import activity_materialization
 from pipelines.jobs import RUN_TAGS, index_tenant_job
 from resources.config import TesseraConfigResource
 from resources.runs import TenantRunResource
 from tessera.errors import TesseraError
 from tessera.pipeline.listing import check_sources
+from tessera.store.activity import ActivityJournal, JournalCursor
 
 PARTITIONS = tenant_partitions.name or "tenants"
 
@@ -66,3 +69,27 @@ def source_change_sensor(
             )
     if not requested:
         yield SkipReason("no tenant's source changed since its last publish")
+
+
+@sensor(
+    minimum_interval_seconds=30,
+    default_status=DefaultSensorStatus.RUNNING,
+    description=(
+        "Shows index changes made outside Dagster (tessera run, retry, restore, model rollback, "
+        "maintain, tenant purge) as materializations of the tenant's partition, within about 30 s. "
+        "Running by default: it only reads the activity journal and requests no runs."
+    ),
+)
+def cli_activity_sensor(
+    context: SensorEvaluationContext, tessera_config: TesseraConfigResource
+) -> SensorResult:
+    """Reports the journal lines written since the cursor; the cursor moves past them."""
+    journal = ActivityJournal(tessera_config.load().store.work_dir)
+    read = journal.read(JournalCursor.decode(context.cursor))
+    if read.restarted:
+        context.log.warning(f"{journal.path} was replaced or truncated: read again from its start")
+    if read.malformed:
+        context.log.warning(f"{journal.path}: skipped {read.malformed} lines that are not index events")
+    events = [activity_materialization(e) for e in read.events]
+    skip = None if events else "no index change outside Dagster since the last tick"
+    return SensorResult(asset_events=events, cursor=read.cursor.encode(), skip_reason=skip)

@@ -104,7 +104,9 @@ def _cmd_sources_check(args: argparse.Namespace, cfg: TesseraConfig) -> int:
 
 
 def _cmd_purge(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.cli_journal import journal
     from tessera.config import validate_tenant_id
+    from tessera.store.activity import IndexActivity
     from tessera.store.db import connect
     from tessera.store.purge import purge_tenant
 
@@ -112,6 +114,9 @@ def _cmd_purge(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     if not args.yes:
         raise InvalidArgument("--yes", f"refusing to purge {args.tenant!r} without --yes")
     report = purge_tenant(connect(cfg.store.uri), cfg.store.uri, cfg.store.work_dir, args.tenant)
+    run_id = f"cli-purge-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    detail = f"purged {len(report['tables'])} tables"
+    journal(cfg, IndexActivity("purge", args.tenant, run_id, rows=0, detail=detail))
     if args.json:
         print(json.dumps({"tenant": args.tenant, **report}, indent=2, default=str))
         return 0

@@ -79,6 +79,7 @@ def retry_outcome(data: dict[str, Any], doc_id: str, run_id: str, record: Failur
 
 
 def _cmd_retry(args: argparse.Namespace, cfg: TesseraConfig) -> int:
+    from tessera.cli_journal import journal, published
     from tessera.cli_model import make_embedders
     from tessera.cli_run import _run_one
     from tessera.pipeline.run import RunContext
@@ -102,6 +103,7 @@ def _cmd_retry(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         connector=connector,
     )
     out = _run_one(rc)
+    journal(cfg, published("retry", args.tenant, run_id, out.get("publish")))
     record = FailureQueue(rc.db, args.tenant).get(doc)
     status = retry_outcome(rc.listing()[0], doc, run_id, record)
     pub = out.get("publish", {})

@@ -13,9 +13,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tessera.boundary import int_option, run_id_option
+from tessera.cli_journal import journal
 from tessera.cli_output import add_format_options, print_table, wants_json
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
+from tessera.store.activity import IndexActivity
 
 
 def make_embedders(cfg: TesseraConfig, fake: bool) -> list[Embedder]:
@@ -69,7 +71,10 @@ def cmd_model(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         from tessera.store.db import connect
 
         cfg.tenant(args.tenant)
-        moved = ActivePointer(connect(cfg.store.uri), args.tenant).rollback(args.run_id or "cli-rollback")
+        run_id = args.run_id or "cli-rollback"
+        moved = ActivePointer(connect(cfg.store.uri), args.tenant).rollback(run_id)
+        detail = f"active model {moved.model_key} (previous {moved.previous_key})"
+        journal(cfg, IndexActivity("rollback", args.tenant, run_id, detail=detail))
         if wants_json(args):
             print(
                 json.dumps({"tenant": args.tenant, "active": moved.model_key, "previous": moved.previous_key})
@@ -95,6 +100,14 @@ def cmd_model(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     return 0
 
 
+def maintained(tenant: str, run_id: str, reports: list[Any]) -> IndexActivity:
+    """The journal event of one tenant's maintenance (its tables' versions before and after)."""
+    before, after = (sum(getattr(r, k) for r in reports) for k in ("versions_before", "versions_after"))
+    compacted = sum(1 for r in reports if r.compacted)
+    detail = f"{len(reports)} tables, versions {before} -> {after}, {compacted} compacted"
+    return IndexActivity("maintain", tenant, run_id, detail=detail)
+
+
 def cmd_maintain(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from dataclasses import asdict
 
@@ -102,12 +115,14 @@ def cmd_maintain(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.store.maintenance import maintain_tenant
 
     db = connect(cfg.store.uri)
+    run_id = f"cli-maintain-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     out = []
     for tenant in [args.tenant] if args.tenant else sorted(cfg.tenants):
         cfg.tenant(tenant)
         keep = (args.keep_versions, args.keep_run_tags)
         reports = maintain_tenant(db, cfg.store.work_dir, tenant, None, *keep)
         out += [{"tenant": tenant, **asdict(r)} for r in reports]
+        journal(cfg, maintained(tenant, run_id, reports))
     if wants_json(args):
         print(json.dumps(out, indent=2))
         return 0

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tessera.boundary import int_option, run_id_option
+from tessera.cli_journal import journal
 from tessera.config import TesseraConfig
 from tessera.errors import InvalidArgument, PublishError
+from tessera.store.activity import IndexActivity
 
 IndexOf = Callable[[argparse.Namespace, TesseraConfig], Any]
 
@@ -54,7 +56,16 @@ def _cmd_restore(args: argparse.Namespace, cfg: TesseraConfig, index_of: IndexOf
                 for why in plan.blocked:
                     print(f"REFUSED without an override: {why}")
             return 0
-        result = index.restore(version, args.run_id or f"restore-{uuid.uuid4().hex[:8]}", guard, *flags)
+        run_id = args.run_id or f"restore-{uuid.uuid4().hex[:8]}"
+        result = index.restore(version, run_id, guard, *flags)
+    journal(
+        cfg,
+        IndexActivity(
+            "restore", args.tenant, run_id, version=result.version, table=index.name,
+            rows=plan.rows_target, docs_changed=result.docs_changed,
+            docs_removed=result.docs_removed, detail=f"restored version {version} as {result.tag}",
+        ),
+    )  # fmt: skip
     print(
         f"restored version {version} of {index.name} as version {result.version} ({result.tag}): "
         f"{result.docs_changed} documents changed, {result.docs_removed} removed"

@@ -18,6 +18,7 @@ from typing import Any
 
 from tessera import boundary
 from tessera.boundary import EXIT_ERROR, run_id_option
+from tessera.cli_journal import journal, published
 from tessera.cli_model import make_embedders
 from tessera.cli_output import add_format_options, print_table, wants_json
 from tessera.config import TesseraConfig
@@ -60,6 +61,7 @@ def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
             allow, others = args.allow_mass_delete, tuple(serving)
             rc = RunContext(cfg, tenant, run_id, embedder, allow_mass_delete=allow, serving=others)
             line: dict[str, Any] = {"tenant": tenant, "ok": True, **_run_one(rc)}
+            journal(cfg, published("run", tenant, run_id, line.get("publish")))
         except Exception as e:  # reported below, typed; the next tenant still runs
             err = boundary.typed(e, cfg.store.uri, cfg.store.work_dir)
             failed.append(tenant)

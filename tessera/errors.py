@@ -104,6 +104,11 @@ class AuditError(TesseraError):
     """The retrieval audit log could not be appended; the retrieval fails (no unaudited reads)."""
 
 
+class ActivityJournalError(TesseraError):
+    """The activity journal (index changes made outside Dagster, for Dagster to show) could not
+    be written or read. The change itself stands; Dagster does not see it until a later line."""
+
+
 class InvalidArgument(ConfigError, ValueError):
     """A command-line option, request parameter or option value is out of range or unparsable
     (``--k 0``, ``--as-of yesterday``, ``--expand sideways``); ``key`` names the parameter.

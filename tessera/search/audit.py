@@ -7,7 +7,8 @@ finds nothing records ``not_found`` and the sha256 of the requested id, never an
 tenant. No chunk text, snippet or source byte is ever written.
 
 Each line is one ``os.write`` on a descriptor opened with ``O_APPEND`` (mode 0o600, symlinks
-refused), so concurrent writers, threads or processes, never interleave. The line is written
+refused; :mod:`tessera.store.appendlog`), so concurrent writers, threads or processes, never
+interleave. The line is written
 before any result is handed out; if it cannot be written the retrieval fails with
 :class:`~tessera.errors.AuditError` and returns nothing (no unaudited retrieval).
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import Literal
 
 from tessera.errors import AuditError
+from tessera.store.appendlog import append_line
 
 log = logging.getLogger(__name__)
 
 Surface = Literal["api", "cli"]
 Action = Literal["search", "show", "lineage"]
 Outcome = Literal["ok", "not_found", "unknown_principal"]
-
-_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def sha256_text(text: str) -> str:
@@ -109,25 +108,12 @@ class AuditLog:
 
     def append(self, record: AuditRecord) -> None:
         """Write the record as one line, or raise AuditError: then the retrieval must fail."""
-        line = record.line()
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.path, _FLAGS, 0o600)
+            append_line(self.path, record.line())
         except OSError as e:
             raise self._error(e) from e
-        try:
-            try:
-                if os.fstat(fd).st_mode & 0o077:
-                    os.fchmod(fd, 0o600)
-                written = os.write(fd, line)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            raise self._error(e) from e
-        if written != len(line):
-            raise AuditError(f"audit log {self.path}: short write ({written} of {len(line)} bytes)")
 
     def _error(self, e: OSError) -> AuditError:
-        reason = e.strerror or type(e).__name__
+        reason = e.strerror or str(e) or type(e).__name__
         log.error("cannot append to the retrieval audit log %s: %s", self.path, reason)
         return AuditError(f"cannot append to the retrieval audit log {self.path}: {reason}")
