@@ -5,8 +5,10 @@ instance in ``$DAGSTER_HOME`` (default ``.tessera/dagster``), so ``make dev`` sh
 """
 
 import argparse
+import logging
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from resources.embedder import FakeEmbedderResource, SentenceTransformerEmbedder
 from resources.runs import ALLOW_MASS_DELETE_TAG
 from tessera.cli import print_hits
 from tessera.config import load_config
+from tessera.pipeline.progress import LOGGER as PROGRESS_LOGGER
 from tessera.search import principal_from_config, search
 
 DAGSTER_YAML = """\
@@ -44,6 +47,11 @@ run_monitoring:
   enabled: true
 telemetry:
   enabled: false
+# The core logs through Python's logging (progress on tessera.progress): into each run's log.
+python_logs:
+  managed_python_loggers:
+    - tessera
+  python_log_level: INFO
 """
 
 
@@ -57,6 +65,17 @@ def instance_home(default: str = ".tessera/dagster") -> Path:
         (home / "dagster.yaml").write_text(DAGSTER_YAML + storage_yaml(), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+def show_progress(stream: Any = None) -> None:
+    """Print the core's progress lines (each step's counts and rates) while the runs work."""
+    handler = logging.StreamHandler(stream or sys.stdout)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    progress = logging.getLogger(PROGRESS_LOGGER)
+    progress.setLevel(logging.INFO)
+    if not any(getattr(h, "tessera_progress", False) for h in progress.handlers):
+        handler.tessera_progress = True  # type: ignore[attr-defined]
+        progress.addHandler(handler)
 
 
 def run_all(
@@ -74,6 +93,8 @@ def run_all(
     )
     results: dict[str, dict[str, Any]] = {}
     for tenant in selected:  # every tenant is attempted: one failure never stops another's publish
+        print(f"{tenant}: indexing through Dagster", flush=True)
+        started = time.perf_counter()
         res = job.execute_in_process(
             partition_key=tenant,
             instance=instance,
@@ -86,6 +107,7 @@ def run_all(
             why = failures[0].event_specific_data.error.message.strip() if failures else "run failed"  # type: ignore[union-attr]
             results[tenant] = {"run_id": res.run_id, "error": why}
             continue
+        print(f"{tenant}: done in {time.perf_counter() - started:.1f} s (run {res.run_id})", flush=True)
         results[tenant] = {
             "run_id": res.run_id,
             "listing": res.output_for_node("source_listing"),
@@ -142,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--user", default="alice")
     p.add_argument("--allow-mass-delete", action="store_true", help="override the mass-deletion guard")
     args = p.parse_args(argv)
+    show_progress()
     results = run_all(args.config, args.fake_embedder, args.tenant, args.allow_mass_delete)
     print_summary(results)
     failed = sorted(t for t, r in results.items() if "error" in r)

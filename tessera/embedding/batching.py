@@ -44,8 +44,10 @@ def embed_batches(
     policy: RetryPolicy,
     stats: EmbedStats,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Callable[[int], None] | None = None,
 ) -> Vectors:
-    """Vectors for ``texts`` (in order). Texts are sorted by length so batches pad little."""
+    """Vectors for ``texts`` (in order). Texts are sorted by length so batches pad little;
+    ``progress`` is told each batch's size once it is embedded."""
     dim = embedder.identity.dimension
     out = np.zeros((len(texts), dim), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
@@ -68,6 +70,8 @@ def embed_batches(
                 stats.retries += 1
                 sleep(policy.delay(attempt))
         stats.batches += 1
+        if progress is not None:
+            progress(len(batch))
     stats.embedded += len(texts)
     stats.seconds += time.perf_counter() - t0
     return out

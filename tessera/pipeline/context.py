@@ -106,12 +106,17 @@ class RunContext:
             embed=lambda texts: self.embed_cached(texts)[0],  # the semantic chunker's sentences
         )
 
-    def embed_cached(self, texts: Sequence[str]) -> tuple[Any, EmbedStats]:
-        """Vectors through the tenant's embedding cache: misses embedded in retried batches."""
+    def embed_cached(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> tuple[Any, EmbedStats]:
+        """Vectors through the tenant's embedding cache: misses embedded in retried batches;
+        ``progress`` is told how many texts each batch (and the cache) settled."""
         cfg = self.config.embedding
         cache = EmbeddingCache(self.db, self.tenant, self.embedder.identity)
         policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
-        return embed_with_cache(self.embedder, cache, list(texts), cfg.batch_size, policy, sleep=self.sleep)
+        return embed_with_cache(
+            self.embedder, cache, list(texts), cfg.batch_size, policy, sleep=self.sleep, progress=progress
+        )
 
     def staged_sentences(self, chunks: int) -> list[Any] | None:
         """Each staged chunk's sentence vectors (None per chunk without), as the embed step

@@ -10,6 +10,7 @@ from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
 from tessera.parsing.base import ParserVersions
 from tessera.pipeline.context import RunContext
 from tessera.pipeline.failures import in_scope
+from tessera.pipeline.progress import log as progress_log
 from tessera.pipeline.relabel import split_meta_only
 from tessera.pipeline.staging import LISTING
 from tessera.serde import doc_to_json
@@ -280,6 +281,11 @@ def list_step(rc: RunContext) -> dict[str, Any]:
             "skipped": [list(x) for x in listing.skipped],
         },
     )
+    progress_log.info(
+        "%s list: %d documents (%d changed, %d metadata only, %d removed, %d unchanged), %s",
+        rc.tenant, summary["documents"], summary["changed"], summary["meta_only"], summary["removed"],
+        summary["unchanged"], listing.verdict.value,
+    )  # fmt: skip
     return summary
 
 

@@ -24,6 +24,7 @@ from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunConte
 from tessera.pipeline.failures import update_queue
 from tessera.pipeline.gate import GateResult, quality_gate
 from tessera.pipeline.listing import block_message, guard_status, plan_fingerprint
+from tessera.pipeline.progress import log as progress_log
 from tessera.pipeline.relabel import relabelled
 from tessera.pipeline.rows import StagedRows
 from tessera.pipeline.staging import (
@@ -131,6 +132,14 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         "failures": {"failed": len(queue.failed), "cleared": len(queue.cleared), "version": queue.version},
     }
     rc.write(PUBLISH_REPORT, summary)
+    if result.committed:
+        progress_log.info(
+            "%s publish: version %s of %s (chunks +%d/~%d/-%d; %d documents changed, %d removed)",
+            rc.tenant, result.version, rc.index.name, result.inserted, result.updated, result.deleted,
+            summary["docs_changed"], summary["docs_removed"],
+        )  # fmt: skip
+    else:
+        progress_log.info("%s publish: nothing changed, version %s stays live", rc.tenant, result.version)
     parse_cache.adopt(
         rc.workspace / parse_cache.PENDING, parse_cache.cache_dir(rc.config.store.work_dir, rc.tenant)
     )

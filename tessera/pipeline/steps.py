@@ -21,6 +21,7 @@ from tessera.embedding.batching import EmbedStats
 from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.executors import InlineExecutor, batches, executor_for
+from tessera.pipeline.progress import Progress
 from tessera.pipeline.staging import (
     CHUNK_REPORT,
     CHUNKS,
@@ -73,10 +74,14 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     (rc.workspace / PARSED).mkdir(parents=True, exist_ok=True)
     outcomes: list[ParseOutcome] = []
     worker_rss = 0.0
+    progress = Progress(rc.tenant, "parse", "documents", len(todo))
     for batch in ex.map(parse_documents, tasks):
         outcomes.extend(batch.outcomes)
         worker_rss = max(worker_rss, batch.peak_rss_mb)
+        progress.add(len(batch.outcomes))
     parsed = [o.doc_id for o in outcomes if o.quarantine is None]
+    cached = sum(o.cached for o in outcomes)
+    progress.finish(f"{cached} from the parse cache, {len(outcomes) - len(parsed)} quarantined")
     quarantined = [asdict(o.quarantine) for o in outcomes if o.quarantine is not None]
     warnings = {o.doc_id: list(o.warnings) for o in outcomes if o.quarantine is None and o.warnings}
     counts = ("hidden_dropped", "instructions_dropped", "hidden_kept")
@@ -85,7 +90,7 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     rc.write(PARSE_REPORT, report)
     return {
         "parsed": len(parsed),
-        "from_cache": sum(o.cached for o in outcomes),  # of which taken from the parse cache
+        "from_cache": cached,  # of which taken from the parse cache
         "cache_forgotten": forgotten,
         "quarantined": len(quarantined),
         "warnings": sum(map(len, warnings.values())),
@@ -124,8 +129,10 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     quarantined: list[dict[str, str]] = []
     stats = rc.chunk_context.stats
     worker_rss = 0.0
+    progress = Progress(rc.tenant, "chunk", "chunks")
     with ChunkWriter(unmarked) as w:
         for out in outcomes:
+            progress.add(len(out.chunks))
             w.write(chunk_batch(out.chunks, [("", ())] * len(out.chunks)))
             # the worker's sketch, not the text: a few hundred bytes per chunk for the whole run
             entries.extend(
@@ -179,6 +186,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
             "%s/%s yielded no chunks (%s)", rc.tenant, doc_id, "; ".join(report["warnings"].get(doc_id, []))
         )
     rc.write(CHUNK_REPORT, {"quarantined": quarantined, "empty": empty})
+    progress.finish(f"from {len(report['parsed'])} documents, {dups.exact_duplicates} exact duplicates")
     return {
         "chunks": tokens["n"],
         "quarantined": len(quarantined),
@@ -208,12 +216,14 @@ def embed_step(rc: RunContext) -> dict[str, Any]:
     path = rc.workspace / CHUNKS
     writer = VectorWriter(rc.workspace / VECTORS, staged_rows(path), rc.embedder.identity.dimension)
     total = EmbedStats()
+    progress = Progress(rc.tenant, "embed", "texts", staged_rows(path))
     for batch in read_batches(path, ["embedding_text"]):
-        vectors, stats = rc.embed_cached([str(t) for t in batch.column(0).to_pylist()])
+        vectors, stats = rc.embed_cached([str(t) for t in batch.column(0).to_pylist()], progress.add)
         writer.write(vectors)
         for key in ("texts", "unique", "cache_hits", "embedded", "batches", "retries", "seconds"):
             setattr(total, key, getattr(total, key) + getattr(stats, key))
     writer.close()
+    progress.finish(f"{total.cache_hits} from the embedding cache, {total.embedded} embedded")
     summary: dict[str, Any] = asdict(total)
     summary.pop("failures")
     summary["seconds"] = round(total.seconds, 3)

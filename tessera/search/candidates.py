@@ -59,7 +59,12 @@ def has_sentence_vectors(ds: Any) -> bool:
 
 def _nearest(ds: Any, vector: list[float], where: str, n: int, cols: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = ds.to_table(
-        columns=cols, nearest=nearest(vector, n), filter=where, prefilter=True, with_row_id=True
+        columns=cols,
+        nearest=nearest(vector, n),
+        filter=where,
+        prefilter=True,
+        with_row_id=True,
+        disable_scoring_autoprojection=True,  # the score columns are asked for by name
     ).to_pylist()
     return rows
 
@@ -113,6 +118,7 @@ def lexical(
                 prefilter=True,
                 with_row_id=True,
                 limit=depth,
+                disable_scoring_autoprojection=True,
             ).to_pylist()
             return rows
 

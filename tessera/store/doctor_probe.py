@@ -68,7 +68,7 @@ def _probe(table: Any, column: str, kind: str, row: dict[str, Any]) -> None:
     if kind.upper() in ("FTS", "INVERTED"):
         table.search(_word(row.get(column) or ""), query_type="fts", fts_columns=column).limit(1).to_arrow()
     elif column == "vector" or "IVF" in kind.upper() or "HNSW" in kind.upper():
-        table.search(row[column], vector_column_name=column).limit(1).select(["id"]).to_arrow()
+        table.search(row[column], vector_column_name=column).limit(1).select(["id", "_distance"]).to_arrow()
     elif kind.upper() in ("LABELLIST", "LABEL_LIST"):
         values = row.get(column) or ["doctor"]
         table.search().where(f"array_has_any({column}, [{_literal(values[0])}])").select(["id"]).limit(
@@ -121,7 +121,7 @@ def search_check(table: Any, rows: int) -> Finding:
             .distance_type("cosine")
             .where(where, prefilter=True)
             .limit(50)
-            .select(["id"])
+            .select(["id", "_distance"])  # the score named: no auto-projection warning
             .to_arrow()
         )
         word = _word(row.get("embedding_text") or "")
@@ -129,7 +129,7 @@ def search_check(table: Any, rows: int) -> Finding:
             table.search(word, query_type="fts", fts_columns="embedding_text")
             .where(where, prefilter=True)
             .limit(50)
-            .select(["id"])
+            .select(["id", "_score"])
             .to_arrow()
         )
     except Exception as e:

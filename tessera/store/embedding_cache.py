@@ -100,10 +100,12 @@ def embed_with_cache(
     policy: RetryPolicy,
     stats: EmbedStats | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[Vectors, EmbedStats]:
     """Vectors for ``texts``: cache hits are reused, misses embedded once per unique text.
 
     The cache is written only when every batch succeeded, so a failed run leaves it as it was.
+    ``progress`` is told the texts the cache answered (repeats included), then each batch's.
     """
     stats = stats or EmbedStats()
     if embedder.identity.hash != cache.identity.hash:
@@ -117,9 +119,11 @@ def embed_with_cache(
     known = cache.get(first)
     stats.cache_hits += len(known)
     misses = [k for k in first if k not in known]
+    if progress is not None:
+        progress(len(texts) - len(misses))
     fresh: dict[str, Vectors] = {}
     if misses:
-        vecs = embed_batches(embedder, [first[k] for k in misses], batch_size, policy, stats, sleep)
+        vecs = embed_batches(embedder, [first[k] for k in misses], batch_size, policy, stats, sleep, progress)
         fresh = {k: vecs[i] for i, k in enumerate(misses)}
     out = np.zeros((len(texts), embedder.identity.dimension), dtype=np.float32)
     for i, k in enumerate(keys):
