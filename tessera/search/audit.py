@@ -29,7 +29,7 @@ from tessera.store.appendlog import append_line
 
 log = logging.getLogger(__name__)
 
-Surface = Literal["api", "cli"]
+Surface = Literal["api", "cli", "python"]
 Action = Literal["search", "show", "lineage"]
 Outcome = Literal["ok", "not_found", "unknown_principal"]
 
