@@ -150,7 +150,16 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
             raise ConfigError("--html", f"cannot write the report to {args.html}: {e.strerror or e}") from e
         return 0
     if not args.chunk_id:
-        raise InvalidArgument("chunk_id", "give a chunk id, or --html OUT for the tenant's report")
+        raise InvalidArgument(
+            "chunk_id", "give a chunk id or citation, or --html OUT for the tenant's report"
+        )
+    from tessera.search.citations import parse_citation
+
+    cited, args.chunk_id = parse_citation(args.chunk_id)  # tessera:<tenant>/<id> as search prints it
+    if cited is not None and cited != args.tenant:
+        raise InvalidArgument(
+            "chunk_id", f"the citation names tenant {cited!r}, not --tenant {args.tenant!r}"
+        )
     boundary.chunk_id(args.chunk_id)
     from tessera.search.audit import AuditLog, fetch_record
 
@@ -220,7 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     pur.add_argument("--json", action="store_true", help="print what was deleted as JSON")
     pur.set_defaults(func=_cmd_purge)
     li = sub.add_parser("lineage", help="where a chunk came from: source bytes, versions, runs, duplicates")
-    li.add_argument("chunk_id", nargs="?", help="the chunk whose lineage to print")
+    li.add_argument(
+        "chunk_id",
+        nargs="?",
+        help="the chunk whose lineage to print: its id or citation (tessera:<tenant>/<id>)",
+    )
     li.add_argument("--tenant", required=True, help="the tenant of the chunk")
     li.add_argument("--html", metavar="OUT", help="write the HTML lineage report, one page per document")
     li.add_argument("--doc", action="append", help="with --html: only these documents")

@@ -101,6 +101,13 @@ def test_lineage_is_checked_field_by_field(project, ws, capsys) -> None:  # type
     assert info["duplicates"] == []
     assert info["sentence_vectors"] == len(row["sentence_vectors"] or [])
     assert _cli(project, "lineage", "0" * 64, "--tenant", "acme") == 1
+    capsys.readouterr()
+    # the citation `tessera search` prints is accepted as it is; another tenant's is refused
+    assert _cli(project, "lineage", f"tessera:acme/{row['id']}", "--tenant", "acme", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["chunk_id"] == row["id"]
+    assert _cli(project, "lineage", f"tessera:globex/{row['id']}", "--tenant", "acme") == 2
+    assert "names tenant 'globex'" in capsys.readouterr().err
+    assert _cli(project, "lineage", "tessera:acme/xyz", "--tenant", "acme") == 2
 
 
 def test_model_status_rollback_maintain_and_html_lineage(project, ws, capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
