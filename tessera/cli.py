@@ -143,7 +143,7 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         docs = set(args.doc) if args.doc else None
         index = _index(args, cfg)
         try:
-            print(write_report(index, cfg.store.uri, Path(args.html), docs))
+            print(write_report(index, cfg.store.uri, Path(args.html), docs, args.diff and tuple(args.diff)))
         except OSError as e:
             if (missing := _blob_error(e, cfg)) is not None:
                 raise missing from e
@@ -237,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     li.add_argument("--tenant", required=True, help="the tenant of the chunk")
     li.add_argument("--html", metavar="OUT", help="write the HTML lineage report, one page per document")
     li.add_argument("--doc", action="append", help="with --html: only these documents")
+    li.add_argument(
+        "--diff",
+        nargs=2,
+        type=int_option(1),
+        metavar=("OLD", "NEW"),
+        help="with --html: also a page of what changed between these two table versions "
+        "(the last 10 consecutive publications always get one)",
+    )
     li.add_argument("--json", action="store_true", help="print the lineage as JSON")
     li.set_defaults(func=_cmd_lineage)
     add_eval_parser(sub)

@@ -28,7 +28,10 @@ _COLUMNS = [
 
 _STYLE = """body{font:14px/1.5 system-ui,sans-serif;margin:0 2em}pre{white-space:pre-wrap}
 .c{background:#e8f0fe;border-bottom:1px solid #8ab4f8}.c.alt{background:#fef7e0;border-color:#fdd663}
-.c.hl{background:#fbbc04}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"""
+.c.hl{background:#fbbc04}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}
+.restricted{color:#b3261e}.restricted-row{background:#fdf3f2}tr.added{background:#e6f4ea}
+tr.removed{background:#fce8e6}tr.relabelled{background:#fef7e0}li.added{color:#137333}li.removed{color:#b3261e}
+ul{margin:0;padding-left:1.2em}input{font:inherit;padding:2px 4px}"""
 
 _SCRIPT = """function show(){var id=decodeURIComponent(location.hash.replace('#chunk-',''));
 document.querySelectorAll('.hl').forEach(function(e){e.classList.remove('hl')});if(!id)return;
@@ -89,42 +92,83 @@ def _paged_page(rows: list[dict[str, Any]]) -> str:
     return "".join(body) + "</table>"
 
 
-def _html(title: str, body: str) -> str:
+DIFFS = 10
+"""Diff pages written for the latest consecutive publications (each reads two versions)."""
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+"""Every page asks for nothing beyond itself and the report's other pages (links only)."""
+
+
+def _html(title: str, body: str, script: str = _SCRIPT) -> str:
     return (
-        f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>{body}</body></html>"
+        f'<!doctype html><html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{html.escape(title)}</title>'
+        f"<style>{_STYLE}</style><script>{script}</script></head><body>{body}</body></html>"
     )
 
 
-def write_report(index: TenantIndex, index_uri: str, out: Path, doc_ids: set[str] | None = None) -> Path:
-    """Write ``index.html`` and one page per document into ``out``; returns the index page."""
+def write_report(
+    index: TenantIndex,
+    index_uri: str,
+    out: Path,
+    doc_ids: set[str] | None = None,
+    diff: tuple[int, int] | None = None,
+    diffs: int = DIFFS,
+) -> Path:
+    """Write ``index.html`` (search, documents, chunks, publications; :mod:`.lineage_site`),
+    one page per document, a diff page for each of the last ``diffs`` pairs of consecutive
+    publications and for ``diff`` (two table versions) into ``out``; returns the index page."""
+    from tessera.lineage_diff import diff_versions
+    from tessera.lineage_site import FILTER_SCRIPT, SITE_COLUMNS, diff_name, diff_page, index_page
+
     table = index.table()
-    rows = [] if table is None else table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist()
+    names = set() if table is None else set(table.schema.names)
+    cols = [c for c in _COLUMNS + SITE_COLUMNS if c in names]  # older tables lack acl_source
+    rows = [] if table is None else table.search().select(cols).limit(None).to_arrow().to_pylist()
+    rows = [r for r in rows if doc_ids is None or r["doc_id"] in doc_ids]
     by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        if doc_ids is None or r["doc_id"] in doc_ids:
-            by_doc[r["doc_id"]].append(r)
+        by_doc[r["doc_id"]].append(r)
     out.mkdir(parents=True, exist_ok=True)
     blobs = BlobStore(index_uri)
-    links = []
     for doc_id, doc_rows in sorted(by_doc.items()):
         first = doc_rows[0]
         if first["byte_start"] >= 0:
             body = _source_page(blobs.get(index.tenant, first["revision"]), doc_rows)
         else:
             body = _paged_page(doc_rows)
-        head = (
-            f"<h1>{html.escape(doc_id)}</h1><p>{html.escape(first['uri'])} · revision "
-            f"<code>{first['revision']}</code> · {len(doc_rows)} chunks · model {first['model_version']}</p>"
+        (out / page_name(doc_id)).write_text(
+            _html(doc_id, _doc_head(doc_id, doc_rows) + body), encoding="utf-8"
         )
-        (out / page_name(doc_id)).write_text(_html(doc_id, head + body), encoding="utf-8")
-        links.append(
-            f'<li><a href="{page_name(doc_id)}">{html.escape(doc_id)}</a> ({len(doc_rows)} chunks)</li>'
-        )
+    pages = {doc_id: page_name(doc_id) for doc_id in by_doc}
+    publications = index.publications()
+    versions = sorted({int(p["table_version"]) for p in publications})
+    pairs = set(list(itertools.pairwise(versions))[-diffs:] if diffs else []) | ({diff} if diff else set())
+    for old, new in sorted(pairs):
+        changes = diff_versions(index, old, new)
+        title = f"Changes in {index.tenant}: {old} -> {new}"
+        (out / diff_name(old, new)).write_text(_html(title, diff_page(changes, pages)), encoding="utf-8")
     title = f"Lineage of tenant {index.tenant}"
+    body = index_page(index.tenant, rows, pages, publications, pairs)
     page = out / "index.html"
-    page.write_text(_html(title, f"<h1>{html.escape(title)}</h1><ul>{''.join(links)}</ul>"), encoding="utf-8")
+    page.write_text(_html(title, body, _SCRIPT + FILTER_SCRIPT), encoding="utf-8")
     return page
+
+
+def _doc_head(doc_id: str, doc_rows: list[dict[str, Any]]) -> str:
+    from tessera.lineage_site import access_text, restricted
+
+    first = doc_rows[0]
+    mark = (
+        f' <b class="restricted">restricted: access set by {html.escape(first["acl_source"])}</b>'
+        if restricted(first)
+        else ""
+    )
+    return (
+        f'<p><a href="index.html">index</a></p><h1>{html.escape(doc_id)}</h1>'
+        f"<p>{html.escape(first['uri'])} · revision <code>{first['revision']}</code> · "
+        f"{len(doc_rows)} chunks · model {first['model_version']}</p>"
+        f'<p class="acl">{html.escape(access_text(first))}{mark}</p>'
+    )
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
