@@ -67,7 +67,7 @@ bench: $(STAMP)
 dev: $(STAMP)
 	@mkdir -p .tessera/dagster
 	DAGSTER_HOME=$(CURDIR)/.tessera/dagster $(BIN)/python -c "import pipelines.main as m; m.instance_home()"
-	DAGSTER_HOME=$(CURDIR)/.tessera/dagster $(BIN)/dagster dev -w workspace.yaml
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) DAGSTER_HOME=$(CURDIR)/.tessera/dagster $(BIN)/dg dev
 
 clean:
 	rm -rf .tessera .pytest_cache .mypy_cache .ruff_cache

@@ -2,13 +2,13 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import counts, manifest, tenant_partitions
+from assets.partitions import OWNERS, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.pipeline.cutover import cutover_step
 from tessera.pipeline.run import verify_step
 
 
-@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"})
+@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"}, owners=OWNERS)
 def active_model(
     context: AssetExecutionContext, tenant_run: TenantRunResource, published_index: dict[str, Any]
 ) -> Output[dict[str, Any]]:

@@ -4,6 +4,7 @@ from typing import Any
 from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
 from pydantic import Field
 
+from assets.partitions import OWNERS
 from resources.runs import TenantRunResource
 from tessera.embedding.model_files import model_dir
 from tessera.evaluation.chunking.cli import evaluate_folder
@@ -22,7 +23,7 @@ class ChunkingEvaluationConfig(Config):
     k: int = 5
 
 
-@asset(group_name="evaluation", kinds={"python"})
+@asset(group_name="evaluation", kinds={"python", "matplotlib"}, owners=OWNERS)
 def chunking_evaluation(
     context: AssetExecutionContext, config: ChunkingEvaluationConfig, tenant_run: TenantRunResource
 ) -> MaterializeResult[Any]:

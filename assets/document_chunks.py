@@ -2,12 +2,12 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import call_step, counts, manifest, tenant_partitions
+from assets.partitions import OWNERS, call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.pipeline.run import chunk_step
 
 
-@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"python"})
+@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"python", "parquet"}, owners=OWNERS)
 def document_chunks(
     context: AssetExecutionContext, tenant_run: TenantRunResource, parsed_documents: dict[str, Any]
 ) -> Output[dict[str, Any]]:

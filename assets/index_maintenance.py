@@ -2,12 +2,12 @@ from typing import Any
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from assets.partitions import tenant_partitions
+from assets.partitions import OWNERS, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.store.maintenance import maintain_tenant
 
 
-@asset(partitions_def=tenant_partitions, group_name="maintenance", kinds={"lancedb"})
+@asset(partitions_def=tenant_partitions, group_name="maintenance", kinds={"lancedb"}, owners=OWNERS)
 def index_maintenance(
     context: AssetExecutionContext, tenant_run: TenantRunResource
 ) -> MaterializeResult[Any]:

@@ -2,12 +2,17 @@ from typing import Any
 
 from dagster import AssetExecutionContext, Output, asset
 
-from assets.partitions import call_step, counts, manifest, tenant_partitions
+from assets.partitions import OWNERS, call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.pipeline.run import parse_step
 
 
-@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"python"})
+@asset(
+    partitions_def=tenant_partitions,
+    group_name="indexing",
+    kinds={"pymupdf", "markdown", "html"},
+    owners=OWNERS,
+)
 def parsed_documents(
     context: AssetExecutionContext, tenant_run: TenantRunResource, source_listing: dict[str, Any]
 ) -> Output[dict[str, Any]]:

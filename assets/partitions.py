@@ -3,7 +3,14 @@
 from collections.abc import Callable
 from typing import Any
 
-from dagster import DagsterError, DynamicPartitionsDefinition, Failure, MetadataValue
+from dagster import (
+    DagsterError,
+    DynamicPartitionsDefinition,
+    Failure,
+    MetadataValue,
+    TableColumn,
+    TableSchema,
+)
 
 from resources.runs import ALLOW_MASS_DELETE_TAG
 from tessera.errors import (
@@ -20,6 +27,8 @@ from tessera.pipeline.run import RunContext
 PERMANENT = (ConfigError, MassDeletionBlocked, ModelIdentityError, PermanentEmbeddingError, StalePlanError)
 
 tenant_partitions = DynamicPartitionsDefinition(name="tenants")
+OWNERS = ["team:search-platform"]
+"""Who answers for every Tessera asset (Dagster asset owners; change to your team)."""
 
 
 def manifest(summary: dict[str, Any], tenant: str, workspace_id: str) -> dict[str, Any]:
@@ -56,3 +65,16 @@ def call_step(step: Callable[[RunContext], dict[str, Any]], rc: RunContext) -> d
         return step(rc)
     except PERMANENT as e:
         raise Failure(description=f"{type(e).__name__}: {e}", allow_retries=False) from e
+
+
+def table_metadata(rc: RunContext) -> dict[str, Any]:
+    """Dagster's table metadata of the tenant's live table: rows, columns and name."""
+    table = rc.index.table()
+    if table is None:
+        return {"dagster/row_count": 0}
+    columns = [TableColumn(f.name, str(f.type)) for f in table.schema]
+    return {
+        "dagster/row_count": int(table.count_rows()),
+        "dagster/column_schema": TableSchema(columns=columns),
+        "dagster/table_name": rc.index.name,
+    }

@@ -3,7 +3,15 @@ from typing import Any
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from assets.freshness import published_freshness
-from assets.partitions import allow_mass_delete, call_step, counts, manifest, tenant_partitions
+from assets.partitions import (
+    OWNERS,
+    allow_mass_delete,
+    call_step,
+    counts,
+    manifest,
+    table_metadata,
+    tenant_partitions,
+)
 from resources.runs import TenantRunResource
 from tessera.pipeline.failures import queue_summary
 from tessera.pipeline.lineage import lineage_step
@@ -16,7 +24,7 @@ def failure_metadata(summary: FailureSummary) -> dict[str, Any]:
     return {"failed_documents": summary.count, "failed_top_reasons": MetadataValue.json(reasons)}
 
 
-@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"})
+@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"lancedb"}, owners=OWNERS)
 def published_index(
     context: AssetExecutionContext, tenant_run: TenantRunResource, chunk_embeddings: dict[str, Any]
 ) -> Output[dict[str, Any]]:
@@ -33,5 +41,6 @@ def published_index(
         "provenance_sample": MetadataValue.md(lineage["sample"]),
         **failure_metadata(queue_summary(rc)),  # the failed-document queue after this publish
         **published_freshness(rc, tenant_run.sources),  # lag, pending, verdict (read-only)
+        **table_metadata(rc),  # rows, column schema, table name
     }
     return Output(manifest(summary, rc.tenant, chunk_embeddings["workspace_id"]), metadata=metadata)

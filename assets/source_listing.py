@@ -3,7 +3,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, BetaWarning, DataVersion, Output, asset
 
-from assets.partitions import call_step, counts, manifest, tenant_partitions
+from assets.partitions import OWNERS, call_step, counts, manifest, tenant_partitions
 from resources.runs import TenantRunResource
 from tessera.pipeline.run import list_step
 
@@ -11,7 +11,7 @@ from tessera.pipeline.run import list_step
 warnings.filterwarnings("ignore", category=BetaWarning, module="dagster")
 
 
-@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"python"})
+@asset(partitions_def=tenant_partitions, group_name="indexing", kinds={"s3", "git", "python"}, owners=OWNERS)
 def source_listing(context: AssetExecutionContext, tenant_run: TenantRunResource) -> Output[dict[str, Any]]:
     """The tenant's documents with revisions and ACLs, diffed against the live index.
 

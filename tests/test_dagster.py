@@ -109,6 +109,9 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     assert pub["committed"] and pub["version"] is not None
     mats = first.asset_materializations_for_node("published_index")
     assert mats and mats[0].metadata["inserted"].value == pub["inserted"]
+    assert mats[0].metadata["dagster/row_count"].value == len(ws.rows("acme"))  # the live table's rows
+    schema = mats[0].metadata["dagster/column_schema"].value
+    assert {"id", "doc_id", "text", "vector", "readers", "groups"} <= {c.name for c in schema.columns}
     report = Path(mats[0].metadata["lineage_report"].value)  # the materialization links its lineage
     assert report.exists() and "guide.md" in report.read_text()
     sample = mats[0].metadata["provenance_sample"].value

@@ -3,6 +3,7 @@ content, not once per tenant context."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -52,3 +53,24 @@ def test_the_config_is_parsed_once_per_content_and_a_change_is_never_missed(tmp_
     path.unlink()
     with pytest.raises(ConfigError, match="cannot read"):
         load_cached(str(path))
+
+
+def test_dg_loads_the_project_with_owners_kinds_and_described_automation() -> None:
+    """`dg` (dagster-dg-cli) finds the project from pyproject.toml and loads its definitions."""
+    dg = Path(sys.executable).parent / "dg"
+    env = {**os.environ, "TESSERA_FAKE_EMBEDDER": "1"}
+    check = subprocess.run([str(dg), "check", "defs"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert check.returncode == 0 and "All definitions loaded successfully" in check.stdout, check.stderr[
+        -2000:
+    ]
+    listed = subprocess.run(
+        [str(dg), "list", "defs", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    defs = json.loads(listed.stdout)
+    assets = {a["asset_key"]: a for a in defs["assets"]}
+    assert "published_index" in assets and "source_listing" in assets
+    for key, a in assets.items():
+        assert a["owners"] in (["team:search-platform"], [{"team": "search-platform"}]), key
+        assert a["kinds"] and a["kinds"] != ["python"], key  # the technology, not just "python"
+        assert a["description"], key
+    assert {s["name"] for s in defs["sensors"]} >= {"cli_activity_sensor", "source_change_sensor"}
