@@ -214,6 +214,40 @@ def test_heatmaps_are_png(tmp_path: Path) -> None:
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 
 
+def test_heatmap_panels_share_one_scale_and_box_the_recommendation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.image
+    from matplotlib.axes import Axes
+
+    from tessera.evaluation.chunking.plots import heatmaps
+
+    rows = [
+        {"name": f"{s}-{size}-{o}", "strategy": s, "size": size, "overlap_pct": o,
+         "dense": {"recall": (10 if s == "token" else 80) + size / 64 + o / 50, "iou": 5.0}}
+        for s in ("token", "recursive") for size in (64, 128) for o in (0, 50)
+    ]  # fmt: skip
+    peers = [{"name": "chonkie-token-250-125", "dense": {"recall": 95.0, "iou": 4.0}}]
+    scales: list[tuple[float, float]] = []
+    real = Axes.imshow
+
+    def spy(self: Axes, *a: object, **kw: object) -> object:
+        scales.append((float(kw["vmin"]), float(kw["vmax"])))  # type: ignore[arg-type]
+        return real(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Axes, "imshow", spy)
+    boxed = heatmaps(rows, tmp_path / "a", ["dense"], recommended="recursive-128-50", peers=peers)
+    recall = [s for s, p in zip(scales, [0, 0, 1, 1], strict=True) if p == 0]
+    assert recall == [(11.0, 95.0), (11.0, 95.0)]  # both panels, the peers' range included
+
+    def red(path: Path) -> bool:
+        px = matplotlib.image.imread(path)
+        return bool(((px[..., 0] > 0.9) & (px[..., 1] < 0.15) & (px[..., 2] < 0.15)).any())
+
+    assert red(boxed[0])
+    assert not red(heatmaps(rows, tmp_path / "b", ["dense"])[0])  # viridis has no red: the box is it
+
+
 def test_recommended_profile_is_the_default() -> None:
     """The profile recorded in code is the configuration default, and a YAML without a
     ``chunking`` section gets it; the committed report (when present) recommends the same."""

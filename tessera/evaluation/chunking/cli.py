@@ -217,7 +217,9 @@ def evaluate_folders(
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")  # before plots
     grid = [r for r in report["rows"] if r["strategy"] in settings.strategies]
-    report["heatmaps"] = [p.name for p in heatmaps(grid, out, settings.modes)] if grid else []
+    rec = (report.get("recommended") or {}).get("name")
+    maps = heatmaps(grid, out, settings.modes, rec, report.get("peers", [])) if grid else []
+    report["heatmaps"] = [p.name for p in maps]
     report["plots"] = [p.name for p in frontier_plots(report, out)]
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(table(report) + "\n", encoding="utf-8")

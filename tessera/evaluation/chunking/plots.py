@@ -1,4 +1,5 @@
-"""Heatmaps of a sweep: size × overlap, one panel per strategy, for one metric and mode."""
+"""Plots of a sweep: heatmaps (size × overlap, one panel per strategy, one colour scale per
+figure, the recommendation boxed, the peers listed) and recall/IoU frontiers."""
 
 from __future__ import annotations
 
@@ -7,27 +8,50 @@ from pathlib import Path
 from typing import Any
 
 
-def heatmaps(rows: Sequence[Mapping[str, Any]], out_dir: Path, modes: Sequence[str]) -> list[Path]:
-    """Write ``{metric}_{mode}.png`` for recall and IoU; strategies with one overlap get one row."""
+def heatmaps(
+    rows: Sequence[Mapping[str, Any]],
+    out_dir: Path,
+    modes: Sequence[str],
+    recommended: str | None = None,
+    peers: Sequence[Mapping[str, Any]] = (),
+) -> list[Path]:
+    """Write ``{metric}_{mode}.png`` for recall and IoU; strategies with one overlap get one row.
+
+    The panels of one figure share one colour scale (one colour bar), the ``recommended``
+    profile's cell is boxed, and the peers' scores, which have no cell, are listed below."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
 
     out_dir.mkdir(parents=True, exist_ok=True)
     strategies = sorted({r["strategy"] for r in rows})
     written: list[Path] = []
     for mode in modes:
         for metric, label in (("recall", "recall %"), ("iou", "IoU %")):
-            fig, axes = plt.subplots(1, len(strategies), figsize=(3.6 * len(strategies), 3.2), squeeze=False)
+            values = [float(r[mode][metric]) for r in [*rows, *peers]]
+            lo, hi = min(values), max(values)
+            fig, axes = plt.subplots(
+                1,
+                len(strategies),
+                figsize=(3.8 * len(strategies) + 1, 4.2),
+                squeeze=False,
+                layout="constrained",
+            )
+            im = None
             for ax, strategy in zip(axes[0], strategies, strict=True):
                 mine = [r for r in rows if r["strategy"] == strategy]
                 sizes = sorted({r["size"] for r in mine})
                 overlaps = sorted({r["overlap_pct"] for r in mine})
                 grid = [[float("nan")] * len(sizes) for _ in overlaps]
                 for r in mine:
-                    grid[overlaps.index(r["overlap_pct"])][sizes.index(r["size"])] = r[mode][metric]
-                im = ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
+                    x, y = sizes.index(r["size"]), overlaps.index(r["overlap_pct"])
+                    grid[y][x] = r[mode][metric]
+                    if r.get("name") == recommended:
+                        box = Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5)
+                        ax.add_patch(box)
+                im = ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower", vmin=lo, vmax=hi)
                 ax.set_xticks(range(len(sizes)), [str(s) for s in sizes])
                 ax.set_yticks(range(len(overlaps)), [f"{o}%" for o in overlaps])
                 ax.set_xlabel("size (model tokens)")
@@ -37,9 +61,13 @@ def heatmaps(rows: Sequence[Mapping[str, Any]], out_dir: Path, modes: Sequence[s
                     for x, v in enumerate(line):
                         if v == v:  # not NaN
                             ax.text(x, y, f"{v:.1f}", ha="center", va="center", color="white", fontsize=8)
-                fig.colorbar(im, ax=ax, shrink=0.8)
-            fig.suptitle(f"{label}, {mode} retrieval")
-            fig.tight_layout()
+            if im is not None:
+                fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label=label)
+            title = f"{label}, {mode} retrieval, one colour scale"
+            title += f"; red box: recommended {recommended}" if recommended else ""
+            if peers:
+                title += "\npeers: " + ", ".join(f"{p['name']} {float(p[mode][metric]):.1f}" for p in peers)
+            fig.suptitle(title, fontsize=9)
             path = out_dir / f"{metric}_{mode}.png"
             fig.savefig(path, dpi=90)
             plt.close(fig)
