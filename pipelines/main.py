@@ -5,7 +5,6 @@ instance in ``$DAGSTER_HOME`` (default ``.tessera/dagster``), so ``make dev`` sh
 """
 
 import argparse
-import logging
 import os
 import sys
 import time
@@ -23,7 +22,7 @@ from resources.embedder import FakeEmbedderResource, SentenceTransformerEmbedder
 from resources.runs import ALLOW_MASS_DELETE_TAG
 from tessera.cli import print_hits
 from tessera.config import load_config
-from tessera.pipeline.progress import LOGGER as PROGRESS_LOGGER
+from tessera.pipeline.progress import print_progress
 from tessera.search import principal_from_config, search
 
 DAGSTER_YAML = """\
@@ -65,17 +64,6 @@ def instance_home(default: str = ".tessera/dagster") -> Path:
         (home / "dagster.yaml").write_text(DAGSTER_YAML + storage_yaml(), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
     return home
-
-
-def show_progress(stream: Any = None) -> None:
-    """Print the core's progress lines (each step's counts and rates) while the runs work."""
-    handler = logging.StreamHandler(stream or sys.stdout)
-    handler.setFormatter(logging.Formatter("  %(message)s"))
-    progress = logging.getLogger(PROGRESS_LOGGER)
-    progress.setLevel(logging.INFO)
-    if not any(getattr(h, "tessera_progress", False) for h in progress.handlers):
-        handler.tessera_progress = True  # type: ignore[attr-defined]
-        progress.addHandler(handler)
 
 
 def run_all(
@@ -164,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--user", default="alice")
     p.add_argument("--allow-mass-delete", action="store_true", help="override the mass-deletion guard")
     args = p.parse_args(argv)
-    show_progress()
+    print_progress(sys.stdout)  # each step's counts and rates, while the runs work
     results = run_all(args.config, args.fake_embedder, args.tenant, args.allow_mass_delete)
     print_summary(results)
     failed = sorted(t for t, r in results.items() if "error" in r)

@@ -53,6 +53,10 @@ def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     for tenant in tenants:  # an unknown tenant is refused before any tenant runs
         cfg.tenant(tenant)
     embedder, *serving = make_embedders(cfg, args.fake_embedder)
+    from tessera.pipeline.progress import print_progress
+
+    # the steps' counts and rates on stderr; stdout stays the JSON or the table
+    print_progress(sys.stderr, args.progress if args.progress is not None else sys.stderr.isatty())
     run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     failed: list[str] = []
     as_json, lines = wants_json(args), []
@@ -113,6 +117,12 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--run-id", type=run_id_option, help="the run id (default cli-<time>-<random>)")
     r.add_argument(
         "--allow-mass-delete", action="store_true", help="override the mass-deletion guard for this run"
+    )
+    r.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="print each step's counts and rate on stderr (default: when stderr is a terminal)",
     )
     add_format_options(r)
     r.set_defaults(func=cmd_run)

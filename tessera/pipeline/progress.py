@@ -14,8 +14,10 @@ them, and Dagster captures the ``tessera`` loggers into each run's log.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 LOGGER = "tessera.progress"
 EVERY = 2.0
@@ -65,3 +67,23 @@ class Progress:
     def _rate(self, now: float) -> str:
         seconds = now - self.start
         return f"{self.done / seconds:.1f} {self.unit}/s" if seconds > 0 else f"- {self.unit}/s"
+
+
+def print_progress(stream: TextIO | None = None, enabled: bool = True) -> None:
+    """Print the progress lines on ``stream`` (default stderr), indented, or stop printing
+    them (``enabled=False``); one handler at most, moved to the latest stream."""
+    progress = logging.getLogger(LOGGER)
+    progress.setLevel(logging.INFO)
+    for h in list(progress.handlers):
+        if isinstance(h, logging.StreamHandler) and getattr(h, "tessera_progress", False):
+            if not enabled:
+                progress.removeHandler(h)
+            else:
+                h.setStream(stream or sys.stderr)
+            return
+    if not enabled:
+        return
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    handler.tessera_progress = True  # type: ignore[attr-defined]
+    progress.addHandler(handler)

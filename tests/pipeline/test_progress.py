@@ -79,3 +79,18 @@ def test_a_run_reports_every_step(ws: Any, caplog: pytest.LogCaptureFixture) -> 
     ws.run("acme", "r2")  # a no-op says so
     assert "acme parse: nothing to do" in caplog.messages
     assert any("nothing changed" in m for m in caplog.messages)
+
+
+def test_tessera_run_prints_progress_on_stderr_and_keeps_stdout_json(ws: Any, capsys: Any) -> None:
+    import json
+
+    from tessera.cli import main
+
+    ws.tenant("acme", {"a.md": "# A\n\nAlpha text.\n", "b.md": "# B\n\nBeta text.\n"})
+    args = ["--config", str(ws.config().path), "--fake-embedder", "run", "--tenant", "acme", "--json"]
+    assert main([*args, "--progress"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["ok"] is True  # stdout is still exactly one JSON line
+    assert "  acme list: 2 documents" in err and "  acme publish: version" in err
+    assert main([*args, "--no-progress"]) == 0
+    assert "acme list" not in capsys.readouterr().err
