@@ -37,7 +37,7 @@ browser:
 	$(call apt_once,chromium,chromium,the browser test is skipped)
 
 run: $(STAMP)
-	$(BIN)/python -m pipelines.main --config examples/tessera.yaml
+	$(BIN)/python -m pipelines.main --config examples/tessera.yaml $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

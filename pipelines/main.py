@@ -12,18 +12,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance
-
-from assets import tenant_partitions
-from pipelines.definitions import build_definitions
-from pipelines.deployment import storage_yaml
-from resources.config import BUNDLED_CONFIG
-from resources.embedder import FakeEmbedderResource, SentenceTransformerEmbedderResource
-from resources.runs import ALLOW_MASS_DELETE_TAG
-from tessera.cli import print_hits
-from tessera.config import load_config
+from pipelines.noop import LiveTenant, RememberedQuery, up_to_date
+from tessera.cli_search import print_hits
+from tessera.config import TesseraConfig, load_config
+from tessera.embedding.base import Embedder
 from tessera.pipeline.progress import print_progress
 from tessera.search import principal_from_config, search
+
+BUNDLED_CONFIG = str(Path(__file__).resolve().parents[1] / "examples" / "tessera.yaml")
+"""The bundled example (``resources.config.BUNDLED_CONFIG``, not imported: that imports Dagster)."""
 
 DAGSTER_YAML = """\
 # Written by pipelines.main. One run per tenant at a time (enforced by the queued run
@@ -58,6 +55,8 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def instance_home(default: str = ".tessera/dagster") -> Path:
+    from pipelines.deployment import storage_yaml
+
     home = Path(os.environ.get("DAGSTER_HOME") or default).resolve()
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
@@ -69,6 +68,12 @@ def instance_home(default: str = ".tessera/dagster") -> Path:
 def run_all(
     config_path: str, fake: bool, tenants: list[str] | None = None, allow_mass_delete: bool = False
 ) -> dict[str, dict[str, Any]]:
+    from dagster import DagsterInstance
+
+    from assets import tenant_partitions
+    from pipelines.definitions import build_definitions
+    from resources.runs import ALLOW_MASS_DELETE_TAG
+
     cfg = load_config(config_path)
     defs = build_definitions(config_path=config_path, fake_embedder=fake)
     job = defs.resolve_job_def("index_tenant")
@@ -142,6 +147,30 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
         print(" | ".join(f"{v!s:>9}" for v in row))
 
 
+def embedder_for(cfg: TesseraConfig, fake: bool) -> Embedder:
+    """The sample search's embedder: the job's (loaded once per process) when it ran, else the
+    configured model, built lazily (torch loads on the first embedding, if any)."""
+    if fake:
+        from tessera.embedding.fake import HashEmbedder
+
+        return HashEmbedder()
+    if "dagster" in sys.modules:
+        from resources.embedder import SentenceTransformerEmbedderResource
+
+        return SentenceTransformerEmbedderResource().get(cfg.embedding)
+    from tessera.embedding.factory import build_embedder
+
+    return build_embedder(cfg.embedding)
+
+
+def print_live(live: list[LiveTenant]) -> None:
+    print("every tenant is up to date with its source (checked without Dagster): nothing to run")
+    print("(make run ARGS=--always runs the job anyway)")
+    print(" | ".join(f"{c:>9}" for c in ("tenant", "docs", "changed", "version")))
+    for t in live:
+        print(" | ".join(f"{v!s:>9}" for v in (t.tenant, t.documents, 0, t.version)))
+
+
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     p = argparse.ArgumentParser(prog="python -m pipelines.main", description=__doc__)
@@ -151,20 +180,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--query", default="how do I page the on-call engineer")
     p.add_argument("--user", default="alice")
     p.add_argument("--allow-mass-delete", action="store_true", help="override the mass-deletion guard")
+    p.add_argument("--always", action="store_true", help="run the job even when every tenant is up to date")
     args = p.parse_args(argv)
-    print_progress(sys.stdout)  # each step's counts and rates, while the runs work
-    results = run_all(args.config, args.fake_embedder, args.tenant, args.allow_mass_delete)
-    print_summary(results)
-    failed = sorted(t for t, r in results.items() if "error" in r)
-    ok = sorted(t for t in results if t not in failed)
+    print_progress("stdout")  # each step's counts and rates, while the runs work
+    cfg = load_config(args.config)
+    tenants = args.tenant or sorted(cfg.tenants)
+    live = None if args.always else up_to_date(cfg, tenants, embedder_for(cfg, args.fake_embedder))
+    failed: list[str] = []
+    if live is not None:
+        print_live(live)
+        ok = tenants
+    else:
+        results = run_all(args.config, args.fake_embedder, args.tenant, args.allow_mass_delete)
+        print_summary(results)
+        failed = sorted(t for t, r in results.items() if "error" in r)
+        ok = sorted(t for t in results if t not in failed)
     if not ok:
         print(f"every tenant failed: {failed}", file=sys.stderr)
         return 1
-    cfg = load_config(args.config)
     tenant = ok[0]
-    embed_cfg = cfg.embedding
-    embedder = (FakeEmbedderResource() if args.fake_embedder else SentenceTransformerEmbedderResource()).get(
-        embed_cfg
+    embedder = RememberedQuery(
+        embedder_for(cfg, args.fake_embedder), cfg.store.work_dir / "make-run" / "sample-query.json"
     )
     principal = principal_from_config(cfg, tenant, args.user)
     print(f"\nsample search: tenant={tenant} user={args.user} query={args.query!r}")

@@ -56,7 +56,7 @@ def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     from tessera.pipeline.progress import print_progress
 
     # the steps' counts and rates on stderr; stdout stays the JSON or the table
-    print_progress(sys.stderr, args.progress if args.progress is not None else sys.stderr.isatty())
+    print_progress("stderr", args.progress if args.progress is not None else sys.stderr.isatty())
     run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     failed: list[str] = []
     as_json, lines = wants_json(args), []

@@ -17,7 +17,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Literal, TextIO
 
 LOGGER = "tessera.progress"
 EVERY = 2.0
@@ -69,21 +69,33 @@ class Progress:
         return f"{self.done / seconds:.1f} {self.unit}/s" if seconds > 0 else f"- {self.unit}/s"
 
 
-def print_progress(stream: TextIO | None = None, enabled: bool = True) -> None:
-    """Print the progress lines on ``stream`` (default stderr), indented, or stop printing
-    them (``enabled=False``); one handler at most, moved to the latest stream."""
+class _CurrentStream(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stdout`` or ``sys.stderr`` as they are when a line is logged, so a
+    swapped stream (a test's capture, a tool's redirect) is never written after it closed."""
+
+    def __init__(self, name: str) -> None:
+        self.target = name
+        super().__init__()
+
+    @property
+    def stream(self) -> TextIO:
+        stream: TextIO = getattr(sys, self.target)
+        return stream
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:  # StreamHandler.__init__ sets it: ignored
+        pass
+
+
+def print_progress(to: Literal["stdout", "stderr"] = "stderr", enabled: bool = True) -> None:
+    """Print the progress lines on ``sys.stdout`` or ``sys.stderr``, indented, or stop printing
+    them (``enabled=False``); one handler at most, pointed at the latest choice."""
     progress = logging.getLogger(LOGGER)
     progress.setLevel(logging.INFO)
     for h in list(progress.handlers):
-        if isinstance(h, logging.StreamHandler) and getattr(h, "tessera_progress", False):
-            if not enabled:
-                progress.removeHandler(h)
-            else:
-                h.setStream(stream or sys.stderr)
-            return
-    if not enabled:
-        return
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(logging.Formatter("  %(message)s"))
-    handler.tessera_progress = True  # type: ignore[attr-defined]
-    progress.addHandler(handler)
+        if isinstance(h, _CurrentStream):
+            progress.removeHandler(h)
+    if enabled:
+        handler = _CurrentStream(to)
+        handler.setFormatter(logging.Formatter("  %(message)s"))
+        progress.addHandler(handler)
