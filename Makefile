@@ -9,15 +9,21 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser reliability
+.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser reliability lock
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements.lock
 	@$(MAKE) --no-print-directory ocr
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# torch first, pinned to the CPU wheel on disk; a looser spec pulls a CUDA build.
 	$(BIN)/pip install --disable-pip-version-check -q "torch==2.13.0"
-	$(BIN)/pip install --disable-pip-version-check -q -e ".[dev]"
+	# pyproject.toml holds ranges (a library install); the app gets the locked versions.
+	$(BIN)/pip install --disable-pip-version-check -q -c requirements.lock -e ".[dev]"
 	@touch $(STAMP)
+
+# Rewrite requirements.lock from .venv after changing a dependency (torch stays pinned in pyproject.toml).
+lock: $(STAMP)
+	@{ echo "# pip constraints: the exact versions make run, make test and CI install (make lock rewrites this)."; \
+	  $(BIN)/pip freeze --exclude-editable --disable-pip-version-check | grep -v -i '^torch=='; } > requirements.lock
 
 setup: $(STAMP)
 

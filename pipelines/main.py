@@ -16,7 +16,7 @@ from pipelines.noop import LiveTenant, RememberedQuery, up_to_date
 from tessera.cli_search import print_hits
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
-from tessera.pipeline.progress import print_progress
+from tessera.pipeline.progress import printing_progress
 from tessera.search import principal_from_config, search
 
 BUNDLED_CONFIG = str(Path(__file__).resolve().parents[1] / "examples" / "tessera.yaml")
@@ -182,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--allow-mass-delete", action="store_true", help="override the mass-deletion guard")
     p.add_argument("--always", action="store_true", help="run the job even when every tenant is up to date")
     args = p.parse_args(argv)
-    print_progress("stdout")  # each step's counts and rates, while the runs work
+    with printing_progress("stdout"):  # each step's counts and rates, while the runs work
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     tenants = args.tenant or sorted(cfg.tenants)
     live = None if args.always else up_to_date(cfg, tenants, embedder_for(cfg, args.fake_embedder))

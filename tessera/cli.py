@@ -153,14 +153,16 @@ def _cmd_lineage(args: argparse.Namespace, cfg: TesseraConfig) -> int:
         raise InvalidArgument(
             "chunk_id", "give a chunk id or citation, or --html OUT for the tenant's report"
         )
-    from tessera.search.citations import parse_citation
+    if args.chunk_id.startswith("tessera:") and args.chunk_id == args.chunk_id.strip():
+        from tessera.search.citations import parse_citation
 
-    cited, args.chunk_id = parse_citation(args.chunk_id)  # tessera:<tenant>/<id> as search prints it
-    if cited is not None and cited != args.tenant:
-        raise InvalidArgument(
-            "chunk_id", f"the citation names tenant {cited!r}, not --tenant {args.tenant!r}"
-        )
-    boundary.chunk_id(args.chunk_id)
+        try:  # the citation as `tessera search` prints it: tessera:<tenant>/<chunk id>
+            cited, args.chunk_id = parse_citation(args.chunk_id)
+        except InvalidArgument as e:
+            raise InvalidArgument("chunk_id", str(e)) from e
+        if cited != args.tenant:
+            raise InvalidArgument("chunk_id", f"the citation names tenant {cited!r}, not {args.tenant!r}")
+    boundary.chunk_id(args.chunk_id)  # 64 hex digits, nothing around them
     from tessera.search.audit import AuditLog, fetch_record
 
     audit = AuditLog(cfg.store.work_dir)

@@ -22,6 +22,7 @@ from tessera.cli_journal import journal, published
 from tessera.cli_model import make_embedders
 from tessera.cli_output import add_format_options, print_table, wants_json
 from tessera.config import TesseraConfig
+from tessera.pipeline.progress import printing_progress
 
 
 def _live_version(rc: Any) -> int | None:
@@ -53,27 +54,27 @@ def cmd_run(args: argparse.Namespace, cfg: TesseraConfig) -> int:
     for tenant in tenants:  # an unknown tenant is refused before any tenant runs
         cfg.tenant(tenant)
     embedder, *serving = make_embedders(cfg, args.fake_embedder)
-    from tessera.pipeline.progress import print_progress
-
-    # the steps' counts and rates on stderr; stdout stays the JSON or the table
-    print_progress("stderr", args.progress if args.progress is not None else sys.stderr.isatty())
     run_id = args.run_id or f"cli-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     failed: list[str] = []
     as_json, lines = wants_json(args), []
-    for tenant in tenants:
-        try:
-            allow, others = args.allow_mass_delete, tuple(serving)
-            rc = RunContext(cfg, tenant, run_id, embedder, allow_mass_delete=allow, serving=others)
-            line: dict[str, Any] = {"tenant": tenant, "ok": True, **_run_one(rc)}
-            journal(cfg, published("run", tenant, run_id, line.get("publish")))
-        except Exception as e:  # reported below, typed; the next tenant still runs
-            err = boundary.typed(e, cfg.store.uri, cfg.store.work_dir)
-            failed.append(tenant)
-            print(f"tessera: {type(err).__name__}: tenant {tenant}: {err}", file=sys.stderr)
-            line = {"tenant": tenant, "ok": False, "error": {"type": type(err).__name__, "message": str(err)}}
-        if as_json:
-            print(json.dumps(line, default=str), flush=True)
-        lines.append(line)
+    # the steps' counts and rates on stderr while the tenants run; stdout stays the JSON or table
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    with printing_progress("stderr", show):
+        for tenant in tenants:
+            try:
+                allow, others = args.allow_mass_delete, tuple(serving)
+                rc = RunContext(cfg, tenant, run_id, embedder, allow_mass_delete=allow, serving=others)
+                line: dict[str, Any] = {"tenant": tenant, "ok": True, **_run_one(rc)}
+                journal(cfg, published("run", tenant, run_id, line.get("publish")))
+            except Exception as e:  # reported below, typed; the next tenant still runs
+                err = boundary.typed(e, cfg.store.uri, cfg.store.work_dir)
+                failed.append(tenant)
+                print(f"tessera: {type(err).__name__}: tenant {tenant}: {err}", file=sys.stderr)
+                error = {"type": type(err).__name__, "message": str(err)}
+                line = {"tenant": tenant, "ok": False, "error": error}
+            if as_json:
+                print(json.dumps(line, default=str), flush=True)
+            lines.append(line)
     if not as_json:
         print_run_table(lines)
     return EXIT_ERROR if failed else 0

@@ -5,6 +5,7 @@ characters never reach a table, a partition run or a folder (D4)."""
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import logging
@@ -111,7 +112,13 @@ def test_any_file_name_is_indexed_or_skipped_by_name_and_never_blocks_the_tenant
     # the lineage report: one page per document, and a provenance table no name can split
     code, out, err = _cli(cfg.path, "lineage", "--tenant", "acme", "--html", str(ws.root / "report"))
     assert code == 0, err
-    assert len(list((ws.root / "report").glob("*.html"))) == len(INDEXED) + 2
+    pages = list((ws.root / "report").glob("*.html"))
+    diffs = [p for p in pages if p.name.startswith("diff-")]
+    assert len(pages) - len(diffs) == len(INDEXED) + 2
+    publications = ws.context("acme").index.publications()
+    assert len(diffs) == len({p["table_version"] for p in publications}) - 1  # one per consecutive pair
+    last = max(diffs, key=lambda p: int(p.stem.split("-")[-1])).read_text()
+    assert 'data-doc="' + html.escape(NFD, quote=True) + '"' in last  # r3's change, its name escaped
     ctx = ws.context("acme")
     sample = provenance_sample(ctx.index, set(INDEXED), n=len(INDEXED))
     lines = sample.splitlines()

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Literal, TextIO
 
 LOGGER = "tessera.progress"
@@ -87,15 +88,21 @@ class _CurrentStream(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def print_progress(to: Literal["stdout", "stderr"] = "stderr", enabled: bool = True) -> None:
-    """Print the progress lines on ``sys.stdout`` or ``sys.stderr``, indented, or stop printing
-    them (``enabled=False``); one handler at most, pointed at the latest choice."""
+@contextmanager
+def printing_progress(to: Literal["stdout", "stderr"] = "stderr", enabled: bool = True) -> Iterator[None]:
+    """Print the progress lines on ``sys.stdout`` or ``sys.stderr`` (as they are when a line
+    is logged), indented, while the block runs; nothing when not ``enabled``."""
+    if not enabled:
+        yield
+        return
     progress = logging.getLogger(LOGGER)
+    handler = _CurrentStream(to)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    level = progress.level
     progress.setLevel(logging.INFO)
-    for h in list(progress.handlers):
-        if isinstance(h, _CurrentStream):
-            progress.removeHandler(h)
-    if enabled:
-        handler = _CurrentStream(to)
-        handler.setFormatter(logging.Formatter("  %(message)s"))
-        progress.addHandler(handler)
+    progress.addHandler(handler)
+    try:
+        yield
+    finally:
+        progress.removeHandler(handler)
+        progress.setLevel(level)
