@@ -405,3 +405,19 @@ def test_pipeline_quarantines_bad_pdfs_and_keeps_old_chunks(ws: Any) -> None:
     ).items()
     after = [r for r in ws.rows("acme") if r["doc_id"] == "good.pdf"]
     assert sorted(r["id"] for r in after) == sorted(r["id"] for r in good_rows)  # kept, not deleted
+
+
+def test_the_parser_version_needs_no_pymupdf_import() -> None:
+    """A listing asks each parser's version; the PDF parser's is read from the package
+    metadata, and importing the parser does not import PyMuPDF (0.6 s, its layout models)."""
+    import subprocess
+    import sys
+
+    import pymupdf
+
+    from tessera.parsing.pdf import PdfParser
+
+    assert PdfParser.version == f"pymupdf-{pymupdf.VersionBind}+tessera.3"
+    code = "import sys, tessera.parsing.pdf as p; p.PdfParser.version; print('pymupdf' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -24,6 +24,7 @@ text that the page's runs cover (they are contiguous, pages in order).
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import re
 import time
 
@@ -52,7 +53,7 @@ MAX_MUPDF_WARNINGS = 10
 
 class PdfParser:
     name = "pdf"
-    version = f"pymupdf-{pymupdf.VersionBind}+tessera.3"
+    version = f"pymupdf-{importlib.metadata.version('pymupdf')}+tessera.3"  # = pymupdf.VersionBind
     """2: trust report (hidden spans dropped); 3: OCR decided by image area, tables validated
     (prose rows kept out), banded rows split, cell lines kept, empty pages reported."""
     content_types: tuple[str, ...] = ("application/pdf",)

@@ -23,7 +23,14 @@ from typing import Any
 
 from tessera.parsing.pdf_model import Box, Line, Page, PageContent, Piece, TextBlock, pymupdf, union
 
-FLAGS = pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE | pymupdf.TEXT_COLLECT_VECTORS
+
+def text_flags() -> int:
+    """``get_text`` flags (read when a page is parsed: PyMuPDF is imported on first use)."""
+    return int(
+        pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE | pymupdf.TEXT_COLLECT_VECTORS
+    )
+
+
 FILLED, STROKED = 16, 32  # char_flags bits (FZ_STEXT_FILLED / FZ_STEXT_STROKED)
 MIN_SIZE = 1.0
 BAND = 0.12
@@ -247,7 +254,7 @@ def rules(vectors: list[dict[str, Any]], stats: PageStats) -> None:
 
 def page_dict(page: Page) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Text blocks and vector blocks of a page, from one extraction."""
-    blocks = page.get_text("dict", flags=FLAGS)["blocks"]
+    blocks = page.get_text("dict", flags=text_flags())["blocks"]
     text = [b for b in blocks if b["type"] == 0]
     vectors = [b for b in blocks if b["type"] == 3]
     return text, vectors

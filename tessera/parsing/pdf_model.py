@@ -9,9 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pymupdf as _pymupdf
 
-pymupdf: Any = _pymupdf
+class _OnFirstUse:
+    """PyMuPDF, imported on first attribute access: importing it costs about 0.6 s (its layout
+    package loads ONNX models), which a listing, a sensor tick or ``make run``'s up-to-date
+    check, needing only the parser's version, should not pay."""
+
+    def __getattr__(self, name: str) -> Any:
+        import pymupdf as module
+
+        return getattr(module, name)
+
+
+pymupdf: Any = _OnFirstUse()
 """PyMuPDF, typed as ``Any``: it ships ``py.typed`` but most of its API is unannotated."""
 Page = Any
 Document = Any

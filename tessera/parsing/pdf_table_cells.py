@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tessera.parsing.pdf_extract import FLAGS, PageContext, center, inside, visibility
+from tessera.parsing.pdf_extract import PageContext, center, inside, text_flags, visibility
 from tessera.parsing.pdf_model import Box, Page, union
 
 WORD_GAP = 0.3
@@ -65,7 +65,7 @@ def cell_chars(page: Page, ctx: PageContext, grids: list[Grid]) -> TableChars:
     boxes = [g[0] for g in grids]
     if not boxes:
         return out
-    blocks: list[dict[str, Any]] = page.get_text("rawdict", flags=FLAGS, clip=union(boxes))["blocks"]
+    blocks: list[dict[str, Any]] = page.get_text("rawdict", flags=text_flags(), clip=union(boxes))["blocks"]
     for b in blocks:
         if b["type"] != 0:
             continue
