@@ -98,11 +98,16 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'
 """Every page asks for nothing beyond itself and the report's other pages (links only)."""
 
 
-def _html(title: str, body: str, script: str = _SCRIPT) -> str:
+LOADED = """window.addEventListener('load',function(){document.body.dataset.resources=
+String(performance.getEntriesByType('resource').length)});"""
+"""Each page records how many resources it loaded (``data-resources``; the CSP allows none)."""
+
+
+def _html(title: str, body: str, script: str = _SCRIPT, csp: str = CSP) -> str:
+    policy = f'<meta http-equiv="Content-Security-Policy" content="{csp}">' if csp else ""
     return (
-        f'<!doctype html><html><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>{html.escape(title)}</title>'
-        f"<style>{_STYLE}</style><script>{script}</script></head><body>{body}</body></html>"
+        f'<!doctype html><html><head><meta charset="utf-8">{policy}<title>{html.escape(title)}</title>'
+        f"<style>{_STYLE}</style><script>{script}{LOADED}</script></head><body>{body}</body></html>"
     )
 
 

@@ -7,6 +7,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +20,16 @@ import pytest
 from tessera.cli import main
 from tessera.errors import InvalidArgument
 from tessera.lineage_diff import diff_versions
-from tessera.lineage_html import CSP, page_name, write_report
+from tessera.lineage_html import CSP, _html, page_name, write_report
 from tessera.lineage_site import diff_name
 
 from .test_lifecycle import md_sections
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
 POLICY = "documents:\n  - match: pay.md\n    groups: [hr]\n"
 
 
@@ -128,3 +137,24 @@ def test_search_filters_the_index_and_the_diff_renders_in_chromium(
     assert f'data-matches="{len(ws.rows("acme"))}"' in everything
     diff = _dom((index.parent / diff_name(v["first"], v["second"])).as_uri(), tmp_path)
     assert re.search(r'<tr class="removed" data-doc="old.md">', diff) and 'class="added"' in diff
+    with _served(index.parent) as base:  # over HTTP, where the browser times every resource
+        pages = [f"{base}/index.html?q=salary", f"{base}/{diff_name(v['first'], v['second'])}"]
+        for url in [*pages, f"{base}/{page_name('guide.md')}"]:
+            assert 'data-resources="0"' in _dom(url, tmp_path), url  # nothing besides the page
+        # the count is real: the same wrapper without its policy, around an image, loads one
+        (index.parent / "dot.png").write_bytes(_PNG)
+        (index.parent / "probe.html").write_text(_html("probe", '<img src="dot.png">', csp=""), "utf-8")
+        assert 'data-resources="1"' in _dom(f"{base}/probe.html", tmp_path)
+
+
+@contextmanager
+def _served(folder: Path) -> Iterator[str]:
+    handler = partial(SimpleHTTPRequestHandler, directory=str(folder))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
