@@ -225,5 +225,5 @@ def create_app(
         audited(fetch_record("api", "show", who.tenant, who.user, chunk_id, sl.citation.chunk_id))
         return ChunkResponse.of(sl)
 
-    app.include_router(operator_router(cfg, identities, [embedder, *others]))  # /ops: operators only
+    app.include_router(operator_router(cfg, identities, [embedder, *others], audited))  # /ops: operators only
     return app

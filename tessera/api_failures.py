@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tessera.api_schema import OPS_RESPONSES, OTHER_TENANT
 from tessera.config import TesseraConfig
+from tessera.search.audit import AuditRecord, operator_record
 from tessera.search.principal import Principal
 from tessera.store.db import connect
 from tessera.store.failures import FailureQueue, FailureRecord
@@ -29,7 +30,12 @@ class FailuresResponse(BaseModel):
     """One per queued document (a stdlib dataclass, validated and documented by pydantic)."""
 
 
-def add_failure_routes(router: APIRouter, cfg: TesseraConfig, operator: Callable[..., Principal]) -> None:
+def add_failure_routes(
+    router: APIRouter,
+    cfg: TesseraConfig,
+    operator: Callable[..., Principal],
+    audited: Callable[[AuditRecord], None],
+) -> None:
     """Add ``GET /failures`` to ``router`` (the ``/ops`` operator router, so ``/ops/failures``);
     ``operator`` is the dependency that returns the authenticated operator (401 / 403 otherwise)."""
 
@@ -42,4 +48,5 @@ def add_failure_routes(router: APIRouter, cfg: TesseraConfig, operator: Callable
         if tenant is not None and tenant != who.tenant:
             raise HTTPException(status_code=403, detail=OTHER_TENANT)
         records = FailureQueue(connect(cfg.store.uri), who.tenant).records()
+        audited(operator_record("failures", who.tenant, who.user, count=len(records)))
         return FailuresResponse(tenant=who.tenant, count=len(records), failures=list(records))

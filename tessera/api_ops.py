@@ -6,7 +6,9 @@ endpoint is 403 until one is configured: fail closed), and it acts only within i
 a request naming another tenant (``tenant=``, or a citation of another tenant) is 403 too.
 Errors have the API's one shape, ``{"detail": "<message>"}`` (``ErrorModel``).
 
-``GET /ops/diagnose`` answers the report ``tessera diagnose --json`` prints.
+``GET /ops/diagnose`` answers the report ``tessera diagnose --json`` prints. Every answer is
+written to the retrieval audit log first (operator, tenant, the user diagnosed for, digests of
+the question and the document; never content), and none is given without its line (503).
 (No ``from __future__ import annotations`` here: FastAPI reads annotations at run time.)
 """
 
@@ -23,6 +25,7 @@ from tessera.config import TesseraConfig
 from tessera.diagnose import DiagnoseRequest, Diagnosis, diagnose, parse_range
 from tessera.embedding.base import Embedder
 from tessera.errors import InvalidArgument
+from tessera.search.audit import AuditRecord, operator_record
 from tessera.search.citations import parse_citation
 from tessera.search.identities import IdentitySource
 from tessera.search.options import MAX_QUERY_CHARS
@@ -50,12 +53,16 @@ def _invalid(e: InvalidArgument) -> HTTPException:
 
 
 def operator_router(
-    cfg: TesseraConfig, identities: IdentitySource, embedders: Sequence[Embedder]
+    cfg: TesseraConfig,
+    identities: IdentitySource,
+    embedders: Sequence[Embedder],
+    audited: Callable[[AuditRecord], None],
 ) -> APIRouter:
-    """The ``/ops`` routes; ``operator`` is the dependency every one of them takes."""
+    """The ``/ops`` routes; ``operator`` is the dependency every one of them takes, and each
+    answer is written to the audit log first (``audited``: 503 when it cannot be)."""
     router = APIRouter(prefix="/ops", tags=["operators"])
     operator = operator_dependency(cfg, identities)
-    add_failure_routes(router, cfg, operator)  # GET /ops/failures (tessera.api_failures)
+    add_failure_routes(router, cfg, operator, audited)  # GET /ops/failures (tessera.api_failures)
 
     @router.get("/diagnose", response_model=Diagnosis, responses=OPS_RESPONSES)
     def diagnose_endpoint(
@@ -86,8 +93,11 @@ def operator_router(
                 tenant=who.tenant, user=user, question=q, doc_id=doc, citation=citation,
                 byte_range=parse_range(range) if range is not None else None, expect=expect, k=k, as_of=as_of,
             )  # fmt: skip
-            return diagnose(cfg, req, embedders)
+            report = diagnose(cfg, req, embedders)
         except InvalidArgument as e:
             raise _invalid(e) from e
+        asked = doc if doc is not None else citation
+        audited(operator_record("diagnose", who.tenant, who.user, user, q, asked))
+        return report
 
     return router

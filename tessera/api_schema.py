@@ -140,7 +140,7 @@ KEYED_ERRORS: dict[int | str, dict[str, Any]] = {
 OPS_RESPONSES: dict[int | str, dict[str, Any]] = {
     **KEYED_ERRORS,
     403: {"model": ErrorModel, "description": "not an operator of the tenant, or another tenant"},
-    503: {"model": ErrorModel, "description": "identities or the store unavailable"},
+    503: {"model": ErrorModel, "description": "identities, the store or the audit log unavailable"},
 }
 """The error answers every operator endpoint (``/ops/...``) declares."""
 

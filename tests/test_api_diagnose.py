@@ -152,3 +152,36 @@ def test_openapi_declares_the_operator_answers(client: TestClient) -> None:
     assert ok.endswith("/Diagnosis")
     names = {p["name"] for p in op["parameters"]}
     assert {"user", "q", "doc", "citation", "range", "expect", "k", "as_of"} <= names
+
+
+def test_every_operator_answer_is_audited_first_and_never_quotes_content(
+    project: Workspace, client: TestClient, tmp_path: Any
+) -> None:
+    from tessera.search.audit import AuditLog, audit_path
+
+    path = audit_path(load_config(project.root / "tessera.yaml").store.work_dir)
+    before = len(path.read_text().splitlines()) if path.exists() else 0
+    params = {**OK, "q": "salary bands", "doc": "secret.md"}
+    assert client.get("/ops/diagnose", params=params, headers=OLGA).status_code == 200
+    assert client.get("/ops/failures", headers=OLGA).status_code == 200
+    assert client.get("/ops/diagnose", params=OK, headers=ALICE).status_code == 403  # refused: no answer
+    lines = [json.loads(x) for x in path.read_text().splitlines()[before:]]
+    assert [(r["action"], r["user"], r.get("subject")) for r in lines] == [
+        ("diagnose", "olga", "alice"),
+        ("failures", "olga", None),
+    ]
+    assert lines[0]["query_len"] == len("salary bands") and lines[0]["requested_sha256"]
+    assert lines[1]["k"] == 0  # how many queued documents were answered
+    text = path.read_text()
+    assert "salary bands" not in text and "secret.md" not in text  # digests only
+    # no answer without its audit line: an unwritable log is 503 and the report is withheld
+    cfg = load_config(project.root / "tessera.yaml")
+    blocked = tmp_path / "audit-dir-is-a-file"
+    blocked.write_text("")
+    keys = IdentityStore.load(cfg, project.root / "keys.yaml")
+    app = create_app(cfg, HashEmbedder(), keys, audit=AuditLog(blocked))
+    broken = TestClient(app, raise_server_exceptions=False)
+    for url, kw in (("/ops/diagnose", {"params": OK}), ("/ops/failures", {})):
+        r = broken.get(url, headers=OLGA, **kw)
+        assert r.status_code == 503 and "audit" in _only_detail(r.json()), url
+        assert "verdict_stage" not in r.text and "failures" not in r.json()

@@ -30,7 +30,7 @@ from tessera.store.appendlog import append_line
 log = logging.getLogger(__name__)
 
 Surface = Literal["api", "cli", "python"]
-Action = Literal["search", "show", "lineage"]
+Action = Literal["search", "show", "lineage", "diagnose", "failures"]
 Outcome = Literal["ok", "not_found", "unknown_principal"]
 
 
@@ -57,12 +57,16 @@ class AuditRecord:
     query_sha256: str | None = None
     query_len: int | None = None
     requested_sha256: str | None = None
+    subject: str | None = None
+    """Whom an operator's request was about (``/ops/diagnose``: the user diagnosed for)."""
     ts: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="microseconds"))
 
     def line(self) -> bytes:
         data = asdict(self)
         data["chunk_ids"] = list(self.chunk_ids)
         data["count"] = len(self.chunk_ids)
+        if data["subject"] is None:  # only operator requests name a subject
+            del data["subject"]
         return (json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
 
 
@@ -117,3 +121,18 @@ class AuditLog:
         reason = e.strerror or str(e) or type(e).__name__
         log.error("cannot append to the retrieval audit log %s: %s", self.path, reason)
         return AuditError(f"cannot append to the retrieval audit log {self.path}: {reason}")
+
+
+def operator_record(
+    action: Action, tenant: str, operator: str, subject: str | None = None, question: str | None = None,
+    requested: str | None = None, count: int | None = None,
+) -> AuditRecord:  # fmt: skip
+    """An operator endpoint's request (``/ops/diagnose``, ``/ops/failures``): who asked, about
+    whom, the digests of the question and of the document asked about, and how many records
+    were answered; never their content."""
+    return AuditRecord(
+        surface="api", action=action, tenant=tenant, user=operator, subject=subject, k=count,
+        query_sha256=None if question is None else sha256_text(question),
+        query_len=None if question is None else len(question),
+        requested_sha256=None if requested is None else sha256_text(requested),
+    )  # fmt: skip
