@@ -361,3 +361,34 @@ def test_a_failed_listing_is_evidence_not_an_error(small: Workspace) -> None:
     assert d.verdict_stage == "retrieved"  # the live rows still answer: nothing was deleted
     gone = _diagnose(small, question="x", doc_id="never.md")
     assert gone.verdict_stage == "listing" and "the listing failed" in gone.verdict
+
+
+def test_the_listing_reads_the_revision_cache_and_never_writes_it(
+    small: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import time
+
+    import tessera.sources.folder as folder
+    from tessera.sources.revision_cache import cache_path
+
+    cache = cache_path(small.config().store.work_dir, "acme")
+    old = time.time() - 60
+    for f in (small.root / "corpus" / "acme").iterdir():
+        os.utime(f, (old, old))
+    time.sleep(2.2)  # past the cache's 2 s settling window (utime moved ctime to now)
+    small.run("acme", "r2")
+    assert cache.exists()
+    before = (cache.read_bytes(), cache.stat().st_mtime_ns)
+    reads: list[str] = []
+    real = folder.read_confined
+    monkeypatch.setattr(folder, "read_confined", lambda root, rel: (reads.append(rel), real(root, rel))[1])
+    d = _diagnose(small, question="page the on-call engineer", doc_id="runbook.md")
+    assert d.verdict_stage == "retrieved" and _status(d)["listing"] == "ok", d.verdict
+    assert "secret.md" not in reads  # an unchanged file the diagnosis is not about is not read
+    assert (cache.read_bytes(), cache.stat().st_mtime_ns) == before  # read, never written
+    src = small.root / "corpus" / "acme" / "runbook.md"
+    src.write_text("# Runbook\n\nPage twice now.\n")  # a change the cache must not hide
+    d = _diagnose(small, question="page twice now", doc_id="runbook.md", expect="Page twice now")
+    assert d.verdict_stage == "listing" and "unpublished revision" in d.verdict, d.verdict
+    assert (cache.read_bytes(), cache.stat().st_mtime_ns) == before

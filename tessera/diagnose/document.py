@@ -85,7 +85,8 @@ def _not_listed_reason(doc_id: str, failed: dict[str, str], skipped: dict[str, s
 def list_document(cfg: TesseraConfig, tenant: str, doc_id: str) -> Listed:
     """The document as today's listing sees it, with its current bytes; a failed listing is
     reported as the reason (it is evidence, not an error of the diagnosis)."""
-    connector = connector_for(cfg.tenant(tenant))
+    # the run's revision cache, read only: unchanged files are not hashed again, nothing is written
+    connector = connector_for(cfg.tenant(tenant), cfg.store.work_dir, read_only=True)
     try:
         listing = connector.list()
     except TesseraError as e:
