@@ -2,8 +2,10 @@
 
 The caller authenticates with its API key exactly as ``/search`` does (``Authenticator``); it
 must then be listed in its tenant's ``access.operators`` (empty by default, so every operator
-endpoint is 403 until one is configured: fail closed), and it acts only within its own tenant:
-a request naming another tenant (``tenant=``, or a citation of another tenant) is 403 too.
+endpoint is 403 until one is configured: fail closed; read from the configuration the identities
+were last reloaded from, so a change to the list applies within the same bound as a key's),
+and it acts only within its own tenant: a request naming another tenant (``tenant=``, or a
+citation of another tenant) is 403 too.
 Errors have the API's one shape, ``{"detail": "<message>"}`` (``ErrorModel``).
 
 ``GET /ops/diagnose`` answers the report ``tessera diagnose --json`` prints. Every answer is
@@ -27,7 +29,7 @@ from tessera.embedding.base import Embedder
 from tessera.errors import InvalidArgument
 from tessera.search.audit import AuditRecord, operator_record
 from tessera.search.citations import parse_citation
-from tessera.search.identities import IdentitySource
+from tessera.search.identities import IdentitySource, ReloadingIdentities
 from tessera.search.options import MAX_QUERY_CHARS
 from tessera.search.principal import Principal
 
@@ -40,7 +42,10 @@ def operator_dependency(cfg: TesseraConfig, identities: IdentitySource) -> Calla
     authenticate = Authenticator(identities)
 
     def operator(who: Annotated[Principal, Depends(authenticate)]) -> Principal:
-        tenant = cfg.tenants.get(who.tenant)
+        # the configuration the key was just resolved with: a server that reloads its identities
+        # (``ReloadingIdentities``) sees an operator added or removed within the same bound
+        current = identities.snapshot().cfg if isinstance(identities, ReloadingIdentities) else cfg
+        tenant = current.tenants.get(who.tenant)
         if tenant is None or who.user not in tenant.operators:
             raise HTTPException(status_code=403, detail=NOT_OPERATOR)
         return who

@@ -185,3 +185,36 @@ def test_every_operator_answer_is_audited_first_and_never_quotes_content(
         r = broken.get(url, headers=OLGA, **kw)
         assert r.status_code == 503 and "audit" in _only_detail(r.json()), url
         assert "verdict_stage" not in r.text and "failures" not in r.json()
+
+
+def test_operators_reload_with_the_identities(project: Workspace, tmp_path: Any) -> None:
+    """A server that reloads its identities also reloads who its operators are: an operator
+    removed from the configuration is refused from the next reload on, one added is let in."""
+    from tessera.search.identities import ReloadingIdentities
+
+    cfg_path = project.root / "tessera.yaml"
+    original = cfg_path.read_text(encoding="utf-8")
+    data = yaml.safe_load(original)
+    data["api_keys_file"] = "keys.yaml"
+    now = [0.0]
+
+    def write(operators: list[str]) -> None:
+        data["tenants"]["acme"]["access"]["operators"] = operators
+        cfg_path.write_text(yaml.safe_dump(data), encoding="utf-8")
+        now[0] += 10.0  # past the reload bound
+
+    try:
+        write(["olga"])
+        ids = ReloadingIdentities(cfg_path, ttl_s=5.0, clock=lambda: now[0])
+        app = create_app(load_config(cfg_path), HashEmbedder(), ids)
+        live = TestClient(app, raise_server_exceptions=False)
+        assert live.get("/ops/failures", headers=OLGA).status_code == 200
+        assert live.get("/ops/failures", headers=ALICE).status_code == 403
+        write(["alice"])  # olga removed, alice added
+        assert live.get("/ops/failures", headers=OLGA).status_code == 403
+        assert live.get("/ops/failures", headers=ALICE).status_code == 200
+        write([])  # none: fail closed
+        assert live.get("/ops/failures", headers=ALICE).status_code == 403
+        assert live.get("/ops/diagnose", params=OK, headers=ALICE).status_code == 403
+    finally:
+        cfg_path.write_text(original, encoding="utf-8")
