@@ -53,3 +53,35 @@ def test_other_errors_are_not_retried(error: BaseException) -> None:
     with pytest.raises(type(error)):
         retrying(fn, sleep=lambda _s: None)
     assert fn.calls == 1 and not is_transient_store_error(error)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "lance error: LanceError(IO): Not found: /x/_indices/6b72ba29-84bd-4789-a72e-167050349b0f/p.lance",
+        "lance error: LanceError(IO): Not found: /tmp/test_ocr_timeout0/index/t.lance/data/a.lance",
+        "lance error: LanceError(IO): Not found: /srv/reconnected/index/t.lance/_versions/3.manifest",
+    ],
+)
+def test_a_missing_file_is_damage_even_when_its_path_holds_a_throttle_word(text: str) -> None:
+    """Found by a flaky run: a uuid with 503 in it made a missing index file look like a
+    throttled store, so the doctor re-raised it instead of reporting the index unusable."""
+    from tessera.store.db import is_storage_error
+
+    error = RuntimeError(text)
+    assert is_storage_error(error) and not is_transient_store_error(error)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "response error 503 Service Unavailable",
+        "error sending request: connection reset by peer",
+        "operation timed out",
+        "request timeout after 30s",
+        "dns error: failed to lookup address",
+        "<Code>SlowDown</Code> please reduce your request rate",
+    ],
+)
+def test_throttle_words_are_still_transient(text: str) -> None:
+    assert is_transient_store_error(OSError(text))

@@ -65,20 +65,26 @@ def publications_table_name(tenant: str) -> str:
 
 _IO_MARKERS = ("LanceError(IO)", "lance error: Not found", "no longer exists. Was it cleaned up")
 """How LanceDB reports a missing, truncated or unreadable file (messages of lancedb 0.40)."""
-_TRANSIENT = ("connect", "timed out", "timeout", "dns error", "503", "service unavailable", "slowdown")
+_TRANSIENT = re.compile(
+    r"\bconnect|\btimed out\b|\btimeout\b|\bdns error\b|\b503\b|\bservice unavailable\b|\bslow ?down\b"
+)
+"""Words of a throttled or unreachable store, as words: a path or a uuid in a storage error
+(``.../_indices/6b72ba29-...-167050349b0f/...``) holds ``503`` or ``timeout`` inside other text."""
 
 
 def is_transient_store_error(e: BaseException) -> bool:
     """An object store answered 503 / SlowDown, timed out or dropped the connection: the same
     request may well succeed a moment later (a throttled or contended store)."""
-    return isinstance(e, RuntimeError | ValueError | OSError) and any(t in str(e).lower() for t in _TRANSIENT)
+    return (
+        isinstance(e, RuntimeError | ValueError | OSError) and _TRANSIENT.search(str(e).lower()) is not None
+    )
 
 
 def is_storage_error(e: BaseException) -> bool:
     """A LanceDB file is missing, truncated or unreadable: not a bad query, not another
     library's error, and not a network failure of an object store (transient, not damage)."""
     text = str(e)
-    if not isinstance(e, RuntimeError | ValueError | OSError) or any(t in text.lower() for t in _TRANSIENT):
+    if not isinstance(e, RuntimeError | ValueError | OSError) or _TRANSIENT.search(text.lower()):
         return False
     return any(m in text for m in _IO_MARKERS)
 
