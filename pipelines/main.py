@@ -150,17 +150,13 @@ def print_summary(results: dict[str, dict[str, Any]]) -> None:
 def embedder_for(cfg: TesseraConfig, fake: bool) -> Embedder:
     """The sample search's embedder: the job's (loaded once per process) when it ran, else the
     configured model, built lazily (torch loads on the first embedding, if any)."""
-    if fake:
-        from tessera.embedding.fake import HashEmbedder
-
-        return HashEmbedder()
-    if "dagster" in sys.modules:
+    if not fake and "dagster" in sys.modules:
         from resources.embedder import SentenceTransformerEmbedderResource
 
         return SentenceTransformerEmbedderResource().get(cfg.embedding)
-    from tessera.embedding.factory import build_embedder
+    from tessera.embedding.factory import configured_embedders
 
-    return build_embedder(cfg.embedding)
+    return configured_embedders(cfg, fake)[0]
 
 
 def print_live(live: list[LiveTenant]) -> None:

@@ -21,14 +21,10 @@ from tessera.store.activity import IndexActivity
 
 
 def make_embedders(cfg: TesseraConfig, fake: bool) -> list[Embedder]:
-    """The configured model first, then ``embedding.previous`` (still servable)."""
-    if fake:
-        from tessera.embedding.fake import HashEmbedder
+    """The configured model first, then ``embedding.previous``; ``--fake-embedder``: the hash one."""
+    from tessera.embedding.factory import configured_embedders
 
-        return [HashEmbedder()]
-    from tessera.embedding.factory import build_embedder
-
-    return [build_embedder(c) for c in (cfg.embedding, *cfg.embedding.previous)]
+    return configured_embedders(cfg, fake)
 
 
 def model_status(cfg: TesseraConfig, tenant: str, embedders: list[Embedder]) -> dict[str, Any]:

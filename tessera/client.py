@@ -150,7 +150,7 @@ def open_tenant(
     as the holder of ``api_key`` (resolved through ``api_keys_file``; it must belong to
     ``tenant``). ``embedders`` default to the configured model (and ``embedding.previous``);
     the one serving the tenant is chosen. An unknown principal is :class:`AccessDenied`."""
-    from tessera.embedding.factory import build_embedder
+    from tessera.embedding.factory import configured_embedders
     from tessera.search.query import for_tenant
 
     cfg = config if isinstance(config, TesseraConfig) else load_config(Path(config))
@@ -166,5 +166,5 @@ def open_tenant(
         principal = principal_from_config(cfg, tenant, str(user))
     if principal is None or principal.tenant != tenant:
         raise AccessDenied(f"no such principal in tenant {tenant!r}")
-    loaded = list(embedders or [build_embedder(c) for c in (cfg.embedding, *cfg.embedding.previous)])
+    loaded = list(embedders or configured_embedders(cfg))
     return TenantReader(cfg, principal, for_tenant(cfg.store.uri, tenant, loaded))

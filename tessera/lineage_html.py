@@ -17,6 +17,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from tessera.lineage_diff import diff_versions
+from tessera.lineage_site import (
+    FILTER_SCRIPT,
+    SITE_COLUMNS,
+    access_text,
+    diff_name,
+    diff_page,
+    index_page,
+    restricted,
+)
 from tessera.sources.confine import printable
 from tessera.store.blobs import BlobStore
 from tessera.store.index import TenantIndex
@@ -122,9 +132,6 @@ def write_report(
     """Write ``index.html`` (search, documents, chunks, publications; :mod:`.lineage_site`),
     one page per document, a diff page for each of the last ``diffs`` pairs of consecutive
     publications and for ``diff`` (two table versions) into ``out``; returns the index page."""
-    from tessera.lineage_diff import diff_versions
-    from tessera.lineage_site import FILTER_SCRIPT, SITE_COLUMNS, diff_name, diff_page, index_page
-
     table = index.table()
     names = set() if table is None else set(table.schema.names)
     cols = [c for c in _COLUMNS + SITE_COLUMNS if c in names]  # older tables lack acl_source
@@ -160,8 +167,6 @@ def write_report(
 
 
 def _doc_head(doc_id: str, doc_rows: list[dict[str, Any]]) -> str:
-    from tessera.lineage_site import access_text, restricted
-
     first = doc_rows[0]
     mark = (
         f' <b class="restricted">restricted: access set by {html.escape(first["acl_source"])}</b>'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tessera.config import EMBEDDING_BACKENDS, EmbeddingConfig
+from tessera.config import EMBEDDING_BACKENDS, EmbeddingConfig, TesseraConfig
 from tessera.embedding.base import Embedder
 from tessera.errors import ConfigError
 
@@ -20,3 +20,13 @@ def build_embedder(cfg: EmbeddingConfig) -> Embedder:
 
         return OnnxInt8Embedder(cfg)
     raise ConfigError("embedding.backend", f"expected one of {list(EMBEDDING_BACKENDS)}, got {cfg.backend!r}")
+
+
+def configured_embedders(cfg: TesseraConfig, fake: bool = False) -> list[Embedder]:
+    """The configured model first, then ``embedding.previous`` (still servable); with ``fake``,
+    the hash embedder alone (tests, demos)."""
+    if fake:
+        from tessera.embedding.fake import HashEmbedder
+
+        return [HashEmbedder()]
+    return [build_embedder(c) for c in (cfg.embedding, *cfg.embedding.previous)]

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Literal, TextIO
+from typing import Literal
 
 LOGGER = "tessera.progress"
 EVERY = 2.0
@@ -70,33 +70,16 @@ class Progress:
         return f"{self.done / seconds:.1f} {self.unit}/s" if seconds > 0 else f"- {self.unit}/s"
 
 
-class _CurrentStream(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to ``sys.stdout`` or ``sys.stderr`` as they are when a line is logged, so a
-    swapped stream (a test's capture, a tool's redirect) is never written after it closed."""
-
-    def __init__(self, name: str) -> None:
-        self.target = name
-        super().__init__()
-
-    @property
-    def stream(self) -> TextIO:
-        stream: TextIO = getattr(sys, self.target)
-        return stream
-
-    @stream.setter
-    def stream(self, _value: TextIO) -> None:  # StreamHandler.__init__ sets it: ignored
-        pass
-
-
 @contextmanager
 def printing_progress(to: Literal["stdout", "stderr"] = "stderr", enabled: bool = True) -> Iterator[None]:
-    """Print the progress lines on ``sys.stdout`` or ``sys.stderr`` (as they are when a line
-    is logged), indented, while the block runs; nothing when not ``enabled``."""
+    """Print the progress lines on ``sys.stdout`` or ``sys.stderr`` (as they are when the
+    block starts), indented, while the block runs; nothing when not ``enabled``. The handler
+    goes with the block, so no stream outlives the command that printed to it."""
     if not enabled:
         yield
         return
     progress = logging.getLogger(LOGGER)
-    handler = _CurrentStream(to)
+    handler = logging.StreamHandler(getattr(sys, to))
     handler.setFormatter(logging.Formatter("  %(message)s"))
     level = progress.level
     progress.setLevel(logging.INFO)

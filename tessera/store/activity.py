@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, get_args
+from typing import BinaryIO, Literal, get_args
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 
 from tessera.config import validate_tenant_id
 from tessera.errors import ActivityJournalError, TesseraError
@@ -43,6 +45,7 @@ def journal_path(work_dir: Path) -> Path:
     return Path(work_dir) / "events" / "index_activity.jsonl"
 
 
+@with_config(ConfigDict(strict=True, extra="forbid"))
 @dataclass(frozen=True)
 class IndexActivity:
     """One committed change to a tenant's index, made outside Dagster."""
@@ -78,25 +81,9 @@ class IndexActivity:
     def line(self) -> bytes:
         return (json.dumps(asdict(self), sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
 
-    @staticmethod
-    def from_json(data: Any) -> IndexActivity:
-        """The event of one journal line; ValueError (or TypeError) when it is not one."""
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
-        known = {f.name for f in fields(IndexActivity)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown fields {sorted(unknown)}")
-        for name in ("version", "rows"):
-            if data.get(name) is not None and type(data[name]) is not int:
-                raise ValueError(f"{name} is not an integer")
-        for name in ("inserted", "updated", "deleted", "docs_changed", "docs_removed"):
-            if type(data.get(name, 0)) is not int:
-                raise ValueError(f"{name} is not an integer")
-        for name in ("tenant", "run_id", "table", "detail", "surface", "at", "action"):
-            if name in data and not isinstance(data[name], str):
-                raise ValueError(f"{name} is not a string")
-        return IndexActivity(**data)
+
+_LINE = TypeAdapter(IndexActivity)
+"""Parses one journal line: strict JSON types, no unknown field (``with_config`` above)."""
 
 
 @dataclass(frozen=True)
@@ -188,8 +175,8 @@ class ActivityJournal:
                     continue
                 offset += len(line)
                 try:
-                    events.append(IndexActivity.from_json(json.loads(line)))
-                except (ValueError, TypeError, TesseraError):  # a bad tenant id is a ConfigError
+                    events.append(_LINE.validate_json(line))
+                except (ValidationError, TesseraError):  # a bad tenant id is a ConfigError
                     malformed += 1
             done = JournalCursor(st.st_ino, offset, _tail(f, offset))
         restarted = restarted and cursor != JournalCursor()
