@@ -18,6 +18,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,19 +39,36 @@ class LiveTenant:
     version: int
 
 
+def run_needed(rc: RunContext, status: dict[str, Any]) -> str | None:
+    """Why a run of ``rc``'s tenant would change something, given its ``check_sources``
+    status; None when the run would change nothing.
+
+    Reasons: an incomplete listing, changed, relabelled or removed documents, documents failing
+    in the listing, another model active than the configured one, or no table yet."""
+    if status["verdict"] != "complete":
+        return f"listing {status['verdict']}"
+    counts = {k: len(status[k]) if isinstance(status[k], list) else int(status[k]) for k in _CHANGES}
+    if any(counts.values()):
+        return ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    active = ActivePointer(rc.db, rc.tenant).get()
+    if active is None or rc.index.table() is None:
+        return "never published"
+    if active.model_key != rc.embedder.identity.key:
+        return "another model is active"
+    return None
+
+
+_CHANGES = ("changed", "meta_only", "removed", "failed")
+
+
 def up_to_date(cfg: TesseraConfig, tenants: Sequence[str], embedder: Embedder) -> list[LiveTenant] | None:
     """Every tenant's live state when none needs a run; None as soon as one does."""
     live: list[LiveTenant] = []
     for tenant in tenants:
         rc = RunContext(cfg, tenant, "make-run-check", embedder)
         status = check_sources(rc)
-        if status["verdict"] != "complete" or any(
-            status[k] for k in ("changed", "meta_only", "removed", "failed")
-        ):
-            return None
-        active = ActivePointer(rc.db, tenant).get()
         table = rc.index.table()
-        if active is None or active.model_key != embedder.identity.key or table is None:
+        if run_needed(rc, status) is not None or table is None:
             return None
         live.append(LiveTenant(tenant, int(status["documents"]), int(table.version)))
     return live

@@ -110,17 +110,63 @@ def test_partition_sensor_adds_and_removes_without_deleting_data(ws) -> None:  #
     assert any(list(r.partition_keys) == ["globex"] for r in adds)
 
 
-def test_schedule_requests_one_run_per_tenant_with_retries() -> None:
+def test_schedule_requests_one_run_per_tenant_with_retries(ws) -> None:  # type: ignore[no-untyped-def]
+    ws.tenant("acme", {})
+    ws.tenant("globex", {})
+    cfg = ws.config()
     schedule = build_rebuild_schedule("0 2 * * *")
     when = datetime(2026, 11, 30, 2, tzinfo=UTC)
+    sources = FakeSourceResource(documents={"acme": _docs(2), "globex": _docs(3)})
     with instance_for_test() as instance:
         instance.add_dynamic_partitions("tenants", ["acme", "globex"])
-        requests = list(schedule(build_schedule_context(instance=instance, scheduled_execution_time=when)))
-    assert [r.partition_key for r in requests] == ["acme", "globex"]
+        with build_schedule_context(
+            instance=instance, scheduled_execution_time=when, resources=_resources(str(cfg.path), sources)
+        ) as ctx:
+            requests = list(schedule(ctx))
+    assert [r.partition_key for r in requests] == ["acme", "globex"]  # never published: both run
     assert len({r.run_key for r in requests}) == 2
     assert all(r.tags["dagster/max_retries"] == "2" for r in requests)
     defs = build_definitions(config_path="examples/tessera.yaml", fake_embedder=True)
     assert defs.resolve_schedule_def("tenant_rebuild_schedule").cron_schedule == "0 2 * * *"
+
+
+def test_schedule_skips_up_to_date_tenants_and_runs_the_rest(ws) -> None:  # type: ignore[no-untyped-def]
+    """An up-to-date tenant gets no run; a change, a failing check or another model does."""
+    ws.tenant("acme", {})
+    ws.tenant("globex", {})
+    cfg = ws.config()
+    schedule = build_rebuild_schedule("0 2 * * *")
+    docs = {"acme": _docs(2), "globex": _docs(3)}
+    sources = FakeSourceResource(documents=docs)
+    for t in ("acme", "globex"):
+        ws.run(t, f"first-{t}", connector=sources.connector(cfg.tenant(t)))
+
+    def tick(src: FakeSourceResource, embedder: object = None, hour: int = 2):  # type: ignore[no-untyped-def]
+        resources = _resources(str(cfg.path), src)
+        if embedder is not None:
+            resources["tenant_run"] = TenantRunResource(
+                config=TesseraConfigResource(config_path=str(cfg.path)), embedder=embedder, sources=src
+            )
+        when = datetime(2026, 11, 30, hour, tzinfo=UTC)
+        with instance_for_test() as instance:
+            instance.add_dynamic_partitions("tenants", ["acme", "globex"])
+            with build_schedule_context(
+                instance=instance, scheduled_execution_time=when, resources=resources
+            ) as ctx:
+                return schedule(ctx)
+
+    idle = tick(sources)
+    assert isinstance(idle, SkipReason) and "2 tenants are up to date" in (idle.skip_message or "")
+    edited = FakeSourceResource(documents={**docs, "globex": {**docs["globex"], "d00.md": "# D0\n\nnew\n"}})
+    runs = tick(edited, hour=3)
+    assert [r.partition_key for r in runs] == ["globex"]
+    assert runs[0].tags["tessera/reason"] == "1 changed" and runs[0].tags["tessera/trigger"] == "schedule"
+    outage = tick(FakeSourceResource(failure="raise"), hour=4)  # the run records the failure
+    assert [r.partition_key for r in outage] == ["acme", "globex"]
+    assert all(r.tags["tessera/reason"].startswith("check failed") for r in outage)
+    other_model = tick(sources, embedder=FakeEmbedderResource(version="2"), hour=5)
+    assert [r.partition_key for r in other_model] == ["acme", "globex"]  # a model change rebuilds
+    assert isinstance(tick(sources, hour=6), SkipReason)  # nothing ran: still up to date
 
 
 def test_change_sensor_requests_runs_only_for_changed_sources(ws) -> None:  # type: ignore[no-untyped-def]
