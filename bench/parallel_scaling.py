@@ -51,6 +51,7 @@ def phase(root: Path) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     out: dict[str, Any] = {}
     t_all = time.perf_counter()
+
     def listing(rc: RunContext) -> dict[str, Any]:
         return list_step(rc, start_workers=True)  # as run_tenant does: the pool starts meanwhile
 
