@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser reliability lock
+.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser ldap reliability lock
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(MAKE) --no-print-directory ocr
@@ -42,6 +42,10 @@ ocr:
 browser:
 	$(call apt_once,chromium,chromium,the browser test is skipped)
 
+# A real OpenLDAP server for the directory tests (started on loopback by the tests): Debian's slapd.
+ldap:
+	$(call apt_once,slapd,slapd ldap-utils,the LDAP directory tests are skipped)
+
 run: $(STAMP)
 	$(BIN)/python -m pipelines.main --config examples/tessera.yaml $(ARGS)
 
@@ -55,7 +59,7 @@ typecheck: $(STAMP)
 # Two pytest-xdist workers, one test file each at a time (module fixtures stay per file):
 # 15m48s serial -> about 11 min on 2 cores; TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
-test: $(STAMP) browser lint typecheck
+test: $(STAMP) browser ldap lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard -m "not slow" --durations=15 \
 	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
@@ -64,7 +68,7 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow
 
 # The scenarios of ../shared/RELIABILITY.md and the safety classes, one board: `N/M scenarios hold`.
-reliability: $(STAMP) browser
+reliability: $(STAMP) browser ldap
 	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard --require-all-scenarios -m scenario
 
 bench: $(STAMP)

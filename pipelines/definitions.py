@@ -7,6 +7,7 @@ from dagster import Definitions
 from assets import EVALUATION_ASSETS, INDEXING_ASSETS, INDEXING_CHECKS, MAINTENANCE_ASSETS
 from assets.checks import index_freshness, store_health
 from pipelines.deployment import executor_from_env
+from pipelines.directory import directory_refresh_sensor
 from pipelines.jobs import evaluate_chunking_job, index_tenant_job, maintain_index_job
 from pipelines.schedules import build_rebuild_schedule, index_maintenance_schedule
 from pipelines.sensors import cli_activity_sensor, source_change_sensor, tenant_partitions_sensor
@@ -40,7 +41,12 @@ def build_definitions(
         asset_checks=[*INDEXING_CHECKS, store_health, index_freshness],
         jobs=[index_tenant_job, evaluate_chunking_job, maintain_index_job],
         schedules=[build_rebuild_schedule(config.load().schedule_cron), index_maintenance_schedule],
-        sensors=[tenant_partitions_sensor, source_change_sensor, cli_activity_sensor],
+        sensors=[
+            tenant_partitions_sensor,
+            source_change_sensor,
+            cli_activity_sensor,
+            directory_refresh_sensor,
+        ],
         resources={
             "tessera_config": config,
             "tenant_run": TenantRunResource(config=config, embedder=embedder, sources=source_resource),

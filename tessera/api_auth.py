@@ -3,7 +3,8 @@
 The key is sent as ``X-API-Key: <key>`` or ``Authorization: Bearer <key>``; both are declared
 in the OpenAPI document (``ApiKey`` and ``Bearer``), so ``/docs`` offers *Authorize*. A
 missing or unknown key is 401 with a ``WWW-Authenticate`` challenge (RFC 7235, RFC 6750);
-while keys and users cannot be loaded every request is 503 (fail closed).
+while keys and users cannot be loaded every request is 503 (fail closed), and so is every
+request of a tenant whose directory membership is past its grace (``DirectoryUnavailable``).
 """
 
 from pathlib import Path
@@ -14,6 +15,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from tessera.config import TesseraConfig
 from tessera.errors import ConfigError
+from tessera.search.directory.base import DirectoryUnavailable
 from tessera.search.identities import IdentitySource
 from tessera.search.principal import Principal
 
@@ -24,6 +26,7 @@ BEARER = HTTPBearer(scheme_name="Bearer", description="your API key as a bearer 
 REALM = 'Bearer realm="tessera"'
 MISSING_KEY = "missing or invalid API key"
 IDENTITIES_UNAVAILABLE = "identities unavailable: every request is refused until keys and users load again"
+DIRECTORY_UNAVAILABLE = "directory unavailable: group membership is too old to trust; refused (fail closed)"
 
 
 def unauthorized(key_given: bool) -> HTTPException:
@@ -50,6 +53,8 @@ class Authenticator:
             who = self._identities.principal(key)
         except ConfigError as e:  # a failed reload: refuse everyone, never the old identities
             raise HTTPException(status_code=503, detail=IDENTITIES_UNAVAILABLE) from e
+        except DirectoryUnavailable as e:  # past the grace: refuse the tenant, never widen or narrow silently
+            raise HTTPException(status_code=503, detail=DIRECTORY_UNAVAILABLE) from e
         if who is None:
             raise unauthorized(True)
         return who

@@ -18,6 +18,7 @@ from tessera import boundary
 from tessera.boundary import EXIT_INTERRUPTED, Parser, int_option
 from tessera.cli_config import add_parser as add_config_parser
 from tessera.cli_diagnose import add_parser as add_diagnose_parser
+from tessera.cli_directory import add_parser as add_directory_parser
 from tessera.cli_doctor import add_parser as add_doctor_parser
 from tessera.cli_eval import add_parser as add_eval_parser
 from tessera.cli_eval import cmd_eval, eval_chunking, eval_chunking_args
@@ -216,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_cmd_versions)
     add_restore_parser(sub, _index)
     add_status_parser(sub)
+    add_directory_parser(sub)
     add_doctor_parser(sub, lambda args, cfg: _index(args, cfg).model_key)
     src = sub.add_parser("sources", help="source connectors").add_subparsers(
         dest="sources_cmd", required=True

@@ -50,6 +50,18 @@ class TenantReader:
     def tenant(self) -> str:
         return self.principal.tenant
 
+    def current(self) -> Principal:
+        """The principal to answer this call with. With a directory (``tenants.T.directory``)
+        its groups are resolved again on every call, so a membership change reaches a reader
+        opened long ago within ``refresh_seconds``, and a directory past its grace raises
+        ``DirectoryUnavailable`` (fail closed) instead of serving the groups of the open."""
+        if self.config.tenant(self.tenant).directory is None:
+            return self.principal
+        now = principal_from_config(self.config, self.tenant, self.principal.user)
+        if now is None:
+            raise AccessDenied(f"no such principal in tenant {self.tenant!r}")
+        return now
+
     def search(
         self,
         query: str,
@@ -71,10 +83,9 @@ class TenantReader:
             from tessera.embedding.model_files import model_dir
 
             counter = load_counter(model_dir(self.config.embedding))
-        hits = search(
-            self.config.store.uri, self.embedder, self.principal, query, options=opts, counter=counter
-        )
-        p, ids = self.principal, [h.chunk_id for h in hits]
+        p = self.current()
+        hits = search(self.config.store.uri, self.embedder, p, query, options=opts, counter=counter)
+        ids = [h.chunk_id for h in hits]
         self._audit().append(search_record(SURFACE, p.tenant, p.user, query, mode, k, ids))
         return hits
 
@@ -83,7 +94,7 @@ class TenantReader:
         from tessera.search import show
 
         try:
-            found = show(self.config.store.uri, self.embedder, self.principal, citation, as_of)
+            found = show(self.config.store.uri, self.embedder, self.current(), citation, as_of)
         except AccessDenied:
             self._fetched("show", citation, None)
             raise
@@ -105,7 +116,7 @@ class TenantReader:
                 raise AccessDenied("not found")
             uri = self.config.store.uri
             table = open_table(uri, self.embedder, self.tenant)
-            fetch_row(table, self.principal, chunk_id)
+            fetch_row(table, self.current(), chunk_id)
             ident = self.embedder.identity
             index = TenantIndex(connect(uri), self.tenant, ident.key, ident.dimension)
             found = lineage(index, uri, chunk_id)
@@ -122,7 +133,7 @@ class TenantReader:
         from tessera.search.principal import access_filter
         from tessera.store.db import sql_str
 
-        where = access_filter(self.principal, datetime.now(UTC), include_flagged=True)
+        where = access_filter(self.current(), datetime.now(UTC), include_flagged=True)
         if not ids or where is None:
             return []
         listed = ", ".join(sql_str(i) for i in ids)

@@ -16,6 +16,8 @@ import yaml
 
 from tessera.chunking.profile import ChunkingConfig as ChunkingConfig
 from tessera.chunking.profile import parse_chunking
+from tessera.config_directory import DirectoryConfig as DirectoryConfig
+from tessera.config_directory import parse_directory
 from tessera.config_execution import ExecutionConfig as ExecutionConfig
 from tessera.config_execution import parse_execution
 from tessera.config_quality import QualityGateConfig as QualityGateConfig
@@ -90,6 +92,8 @@ class TenantConfig:
     freshness_max_lag_s: float = 93_600.0
     """How long a source change may wait for publication before the tenant's index is stale
     (``freshness.max_lag_seconds``; 26 hours by default, one daily run plus slack)."""
+    directory: DirectoryConfig | None = None
+    """Where users and groups come from besides ``access.users`` (``tessera.search.directory``)."""
 
 
 @dataclass(frozen=True)
@@ -217,7 +221,7 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
     key = f"tenants.{tenant_id}"
     validate_tenant_id(tenant_id, key)
     mapping = _mapping(data, key)
-    _check_keys(mapping, key, {"source", "access", "guard", "quality", "freshness"})
+    _check_keys(mapping, key, {"source", "access", "guard", "quality", "freshness", "directory"})
     guard = _mapping(mapping.get("guard"), f"{key}.guard")
     _check_keys(guard, f"{key}.guard", {"max_delete_fraction", "min_documents"})
     fraction = guard.get("max_delete_fraction", 0.3)
@@ -248,6 +252,7 @@ def _tenant(tenant_id: str, data: object, base: Path) -> TenantConfig:
         quality=parse_quality(mapping.get("quality"), f"{key}.quality", base),
         operators=_names(access.get("operators"), f"{key}.access.operators"),
         freshness_max_lag_s=_max_lag(mapping.get("freshness"), f"{key}.freshness"),
+        directory=parse_directory(mapping.get("directory"), f"{key}.directory", base),
     )
 
 

@@ -20,7 +20,7 @@ LAYERS = ("base", "parsing", "chunking", "config", "embedding", "store", "search
 Everything else (sources, the run, the pipeline, CLI, API, evaluation) sits on top."""
 BASE = {
     "errors", "offsets", "types", "layout", "serde", "registry",
-    "config_values", "config_quality", "config_execution", "config_source",
+    "config_values", "config_quality", "config_execution", "config_source", "config_directory",
 }  # fmt: skip
 EVAL_SURFACE = {"tessera.cli_eval"}
 """The ``tessera eval`` command: the one production module that may reach evaluation code."""

@@ -12,6 +12,10 @@ A reload that fails (a file missing, unreadable or invalid) fails closed: the ol
 are dropped and every lookup raises :class:`~tessera.errors.ConfigError` until both files are
 valid again; callers refuse the request (the API answers 503). The store location and the
 models are not reloaded: they need a restart.
+
+Groups from a tenant's directory (``tenants.T.directory``) are not cached here: each lookup
+resolves them through :mod:`tessera.search.directory.membership`, whose own bound is the
+directory's ``refresh_seconds`` (fail closed with ``DirectoryUnavailable`` past its grace).
 """
 
 from __future__ import annotations

@@ -36,11 +36,22 @@ class Principal:
 
 
 def principal_from_config(cfg: TesseraConfig, tenant: str, user: str) -> Principal | None:
-    """The principal for a user listed in the tenant's directory; None for anyone else."""
+    """The principal for a user listed in ``access.users`` or known to the tenant's directory
+    (``tenants.T.directory``); None for anyone else.
+
+    Groups are the union of the configured ones and the directory's (the configuration is
+    trusted too; removing a user from a directory group removes what that group gave). With a
+    directory, the membership is at most ``refresh_seconds`` old; past its grace this raises
+    :class:`~tessera.search.directory.DirectoryUnavailable` for every user of the tenant
+    (fail closed), configured users included."""
+    from tessera.search.directory.membership import directory_groups
+
     entry = cfg.tenant(tenant).users.get(user)
-    if entry is None:
+    found = directory_groups(cfg, tenant, user)
+    if entry is None and found is None:
         return None
-    return Principal(tenant=tenant, user=user, groups=entry.groups)
+    groups = set(entry.groups if entry is not None else ()) | set(found or ())
+    return Principal(tenant=tenant, user=user, groups=tuple(sorted(groups)))
 
 
 def key_digest(api_key: str) -> str:

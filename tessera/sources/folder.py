@@ -12,6 +12,9 @@ revision from the cache and is not opened. ctime catches edits that restore the 
 (``touch -r``, ``rsync -t``, ``cp -p``); a file changed within ``settle_seconds`` of the listing
 is hashed every time, so a same-size edit in the same timestamp tick is never missed.
 Policy files are read every time.
+
+With ``posix_access`` (:mod:`tessera.sources.posix`), a file no ``_access.yaml`` rule gives an
+ACL takes its readers and groups from its owner and group, when the mapping lists them.
 """
 
 from __future__ import annotations
@@ -20,16 +23,19 @@ import os
 import stat
 import time
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote_from_bytes
 
 from tessera.config import AccessRule
+from tessera.config_source import PosixAccess
 from tessera.errors import PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
 from tessera.sources.base import Listing, Verdict, document_at
 from tessera.sources.confine import check_root, read_confined, walk_confined
-from tessera.sources.policy import build_tree, policy_file_kind, refuse_lookalike
+from tessera.sources.policy import DEFAULT_SOURCE, build_tree, policy_file_kind, refuse_lookalike
+from tessera.sources.posix import POSIX_SOURCE, PosixMapper
 from tessera.sources.revision_cache import CachedRevision, CacheSession, RevisionCache, begin
 from tessera.types import SourceDocument, sha256_hex
 
@@ -49,12 +55,18 @@ def file_uri(base: str, rel: str) -> str:
 
 class FolderConnector:
     def __init__(
-        self, tenant: str, root: Path, default_access: AccessRule, cache: RevisionCache | None = None
+        self,
+        tenant: str,
+        root: Path,
+        default_access: AccessRule,
+        cache: RevisionCache | None = None,
+        posix: PosixAccess | None = None,
     ) -> None:
         self.tenant = tenant
         self.root = root
         self.default_access = default_access
         self.cache = cache
+        self.posix = posix
 
     def _marker(self) -> bool:
         """Whether the root holds the provisioning marker (a regular file, not a link)."""
@@ -106,9 +118,14 @@ class FolderConnector:
                 raise PolicyError(where, f"an access policy may not be a {entry.reason}")
         tree = build_tree(self.default_access, policy_files, str(self.root))
         docs: list[SourceDocument] = []
+        mapper = PosixMapper(self.posix) if self.posix is not None else None
         for rel in wanted:
             rev, st = self._revision(rel, walk.stats[rel], session, now)
             d = tree.decide(rel)
+            owned = mapper.rule(st.st_uid, st.st_gid) if mapper is not None and d.default_acl else None
+            if owned is not None:  # a policy rule's ACL wins; ownership replaces only the default
+                # a rule that set only dates stays the source: its loss must still be caught
+                d = replace(d, access=owned, source=POSIX_SOURCE if d.source == DEFAULT_SOURCE else d.source)
             modified = datetime.fromtimestamp(st.st_mtime, tz=UTC)
             uri = file_uri(base, rel)
             effective = (d.effective_from, d.effective_to)

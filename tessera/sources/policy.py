@@ -18,6 +18,16 @@ because file selection is case-insensitive and by content type too. ``*`` crosse
 relative to ``dir/``. The nearest policy file with a matching rule decides; inside one file
 the first matching rule wins; a document no rule matches gets the tenant default. A rule
 that sets only dates keeps the tenant default ACL.
+
+**Precedence with the source's own permissions** (one test each in
+``tests/sources/test_source_permissions.py``):
+
+* S3: the object's ``tessera-*`` metadata or tags > the nearest matching rule > the tenant
+  default (the object's writer states its ACL explicitly; :mod:`tessera.sources.s3_tags`);
+* folder with ``posix_access``: a rule that sets readers or groups > the file's POSIX owner and
+  group mapping > the tenant default (ownership is incidental: it never widens a document a
+  policy restricts; :mod:`tessera.sources.posix`);
+* dates always come from the metadata or tags if set, else from the rule, else unbounded.
 """
 
 from __future__ import annotations
@@ -113,6 +123,9 @@ class Decision:
     effective_from: datetime
     effective_to: datetime
     source: str
+    default_acl: bool = False
+    """No rule set the ACL (none matched, or the one that did set only dates): the tenant
+    default, which a source's own permissions (POSIX owners) may replace."""
 
 
 @dataclass(frozen=True)
@@ -136,9 +149,13 @@ class PolicyTree:
             rule = policy.rule_for(rel_path[len(folder) + 1 :] if folder else rel_path)
             if rule is not None:
                 return Decision(
-                    rule.access or self.default, rule.effective_from, rule.effective_to, policy_path(folder)
+                    rule.access or self.default,
+                    rule.effective_from,
+                    rule.effective_to,
+                    policy_path(folder),
+                    rule.access is None,
                 )
-        return Decision(self.default, ALWAYS, NEVER, DEFAULT_SOURCE)
+        return Decision(self.default, ALWAYS, NEVER, DEFAULT_SOURCE, True)
 
 
 def policy_path(folder: str) -> str:

@@ -31,7 +31,7 @@ def _folder(t: TenantConfig, cache: RevisionCache | None) -> SourceConnector:
     from tessera.sources.folder import FolderConnector
 
     assert t.source.path is not None
-    return FolderConnector(t.tenant_id, t.source.path, t.default_access, cache)
+    return FolderConnector(t.tenant_id, t.source.path, t.default_access, cache, t.source.posix_access)
 
 
 def _s3(t: TenantConfig, cache: RevisionCache | None) -> SourceConnector:

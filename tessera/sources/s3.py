@@ -7,12 +7,13 @@ empty bucket root proves its emptiness only with a listed marker. Pagination is
 checked page by page; any error on any page, or any doubt about completeness, raises
 :class:`SourceError` and nothing partial is returned.
 
-Per-object access: user metadata ``tessera-readers`` / ``tessera-groups`` (comma-separated)
-replace the ACL, ``tessera-effective-from`` / ``tessera-effective-to`` (ISO-8601) replace the
-dates; whatever the metadata leaves unset comes from the sidecar ``_access.yaml`` files (the one
-nearest the object with a matching rule, as in :mod:`tessera.sources.policy`), else the tenant
-default. Keys that are not plain relative paths (``..``, ``//``, control characters) are skipped
-by name, never turned into document ids. Invalid or unknown ``tessera-*`` metadata quarantines
+Per-object access (:mod:`tessera.sources.s3_tags`): user metadata and object tags
+``tessera-readers`` / ``tessera-groups`` replace the ACL, ``tessera-effective-from`` / ``-to``
+replace the dates; whatever they leave unset comes from the nearest ``_access.yaml`` rule
+(:mod:`tessera.sources.policy`), else the tenant default. Tags are fetched only for new or
+changed objects and every ``tags_refresh_seconds``; a failed fetch quarantines the document
+(``tag_error``). Keys that are not plain relative paths (``..``, ``//``, control characters)
+are skipped by name, never turned into document ids. Invalid or unknown ``tessera-*`` metadata quarantines
 the document (``bad_metadata``) instead of falling back to a broader ACL.
 
 With a :class:`~tessera.sources.revision_cache.RevisionCache`, an object whose listed ETag,
@@ -27,19 +28,20 @@ from __future__ import annotations
 
 import logging
 import re
+import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
-from tessera.config import AccessRule, TenantConfig, parse_access_rule
+from tessera.config import AccessRule, TenantConfig
 from tessera.errors import ConfigError, PolicyError, SourceError
 from tessera.parsing.base import parser_for_path
 from tessera.sources.base import DocumentFailure, Listing, Verdict, document_at
 from tessera.sources.policy import (
     PolicyTree,
-    _date,
     build_tree,
     parse_policy,
     policy_file_kind,
@@ -47,11 +49,19 @@ from tessera.sources.policy import (
 )
 from tessera.sources.revision_cache import CachedRevision, CacheSession, RevisionCache, begin
 from tessera.sources.s3_pages import S3_ERRORS, Listed, Pages, error_code, list_pages, not_found
+from tessera.sources.s3_tags import METADATA_SOURCE as METADATA_SOURCE
+from tessera.sources.s3_tags import (
+    TAG_PREFIX,
+    TAGS_REFRESH_S,
+    TagError,
+    fetch_tags,
+    object_access,
+    tags_stale,
+)
 from tessera.types import ALWAYS, SourceDocument, sha256_hex
 
 log = logging.getLogger(__name__)
 ROOT_MARKER = ".tessera-root"
-METADATA_SOURCE = "s3-metadata"
 _UNSAFE = re.compile(r"(^|/)\.{1,2}(/|$)|//|^/|\\|[\x00-\x1f\x7f]")
 
 
@@ -61,7 +71,6 @@ def _unsafe(rel: str) -> bool:
     return _UNSAFE.search(rel) is not None
 
 
-_META_KEYS = {"tessera-readers", "tessera-groups", "tessera-effective-from", "tessera-effective-to"}
 _ERRORS = S3_ERRORS
 _code = error_code
 _not_found = not_found
@@ -77,6 +86,8 @@ class S3Connector:
         client: Any,
         page_size: int = 1000,
         cache: RevisionCache | None = None,
+        tags: bool = True,
+        tags_refresh_s: float = TAGS_REFRESH_S,
     ) -> None:
         if not 1 <= page_size <= 1000:
             raise ValueError(f"page_size must be in [1, 1000], got {page_size}")
@@ -88,6 +99,8 @@ class S3Connector:
         self.client = client
         self.page_size = page_size
         self.cache = cache
+        self.tags = tags
+        self.tags_refresh_s = tags_refresh_s
 
     @classmethod
     def from_config(cls, t: TenantConfig, cache: RevisionCache | None = None) -> S3Connector:
@@ -98,7 +111,16 @@ class S3Connector:
             retries={"max_attempts": 2, "mode": "standard"},
         )
         client = boto3.client("s3", endpoint_url=src.endpoint_url, region_name=src.region, config=config)
-        return cls(t.tenant_id, src.bucket, src.prefix, t.default_access, client, cache=cache)
+        return cls(
+            t.tenant_id,
+            src.bucket,
+            src.prefix,
+            t.default_access,
+            client,
+            cache=cache,
+            tags=src.tags,
+            tags_refresh_s=src.tags_refresh_seconds,
+        )
 
     def _where(self, key: str = "") -> str:
         return f"s3://{self.bucket}/{key or self.prefix}"
@@ -153,31 +175,6 @@ class S3Connector:
                 raise PolicyError(e.key, f"access policy {where} is invalid: {e}") from e
         return build_tree(self.default_access, files, self._where().rstrip("/"))
 
-    def _access(
-        self, rel: str, meta: dict[str, str], policy: PolicyTree
-    ) -> tuple[AccessRule, datetime, datetime, str]:
-        d = policy.decide(rel)
-        access, start, end, source = d.access, d.effective_from, d.effective_to, d.source
-        ours = {k.lower(): v for k, v in meta.items() if k.lower().startswith("tessera-")}
-        unknown = sorted(set(ours) - _META_KEYS)
-        if unknown:
-            raise ConfigError(unknown[0], "unknown tessera metadata key")
-        if "tessera-readers" in ours or "tessera-groups" in ours:
-            names = {
-                k: [n.strip() for n in ours[f"tessera-{k}"].split(",") if n.strip()]
-                for k in ("readers", "groups")
-                if f"tessera-{k}" in ours
-            }
-            access = parse_access_rule(names, "tessera")
-            if not access.readers and not access.groups:
-                raise ConfigError("tessera-readers", "names no reader or group (fail closed)")
-            source = METADATA_SOURCE
-        start = _date(ours.get("tessera-effective-from"), "tessera-effective-from", start)
-        end = _date(ours.get("tessera-effective-to"), "tessera-effective-to", end)
-        if end <= start:
-            raise ConfigError("tessera-effective-to", "must be after tessera-effective-from")
-        return access, start, end, source
-
     def _revision(
         self, key: str, rel: str, listed: Listed, now: float, session: CacheSession
     ) -> CachedRevision | DocumentFailure:
@@ -185,8 +182,17 @@ class S3Connector:
         unchanged, else downloaded (and cached when the read is of the listed, settled object)."""
         sig = listed.signature
         hit = session.get(key, sig)
-        if hit is not None:
+        if hit is not None and not (self.tags and tags_stale(hit.metadata, time.time(), self.tags_refresh_s)):
             return hit
+        if hit is not None:  # unchanged, but its tags are due (a tag edit keeps ETag and LastModified)
+            try:
+                tags = fetch_tags(self.client, self.bucket, key, time.time())
+            except TagError as e:
+                return DocumentFailure(rel, "tag_error", f"{self._where(key)}: {e}")
+            kept = {k: v for k, v in hit.metadata.items() if not k.startswith(TAG_PREFIX)}
+            entry = replace(hit, metadata={**kept, **tags})
+            session.put(key, entry)
+            return entry
         try:
             raw, response = self._get(key)
         except _ERRORS as e:
@@ -194,6 +200,11 @@ class S3Connector:
                 return DocumentFailure(rel, "download_error", f"{self._where(key)}: {e}")
             raise SourceError(f"cannot download {self._where(key)}: {_code(e)}: {e}") from e
         meta = {k: v for k, v in (response.get("Metadata") or {}).items() if k.lower().startswith("tessera-")}
+        if self.tags:
+            try:
+                meta.update(fetch_tags(self.client, self.bucket, key, time.time()))
+            except TagError as e:  # never served with a broader ACL than the tags may set
+                return DocumentFailure(rel, "tag_error", f"{self._where(key)}: {e}")
         modified = response.get("LastModified")
         when = modified.astimezone(UTC).isoformat() if isinstance(modified, datetime) else ""
         entry = CachedRevision(sig, sha256_hex(raw), len(raw), when, meta)
@@ -210,7 +221,7 @@ class S3Connector:
         if isinstance(entry, DocumentFailure):
             return entry
         try:
-            access, start, end, source = self._access(rel, entry.metadata, policy)
+            access, start, end, source = object_access(rel, entry.metadata, policy, self.tags)
         except ConfigError as e:
             return DocumentFailure(rel, "bad_metadata", f"{self._where(key)}: {e}")
         when = datetime.fromisoformat(entry.modified) if entry.modified else ALWAYS
