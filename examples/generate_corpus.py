@@ -1,4 +1,5 @@
-"""Draw the example corpus's PDF files with PyMuPDF (the HTML and Python files are written by hand).
+"""Draw the example corpus's PDF files with PyMuPDF and write its Office files (the HTML and
+Python files are written by hand).
 
     .venv/bin/python examples/generate_corpus.py            # rewrites the PDFs in examples/corpus
     .venv/bin/python examples/generate_corpus.py --out DIR  # writes them under DIR/<tenant>/...
@@ -11,12 +12,14 @@ documents is invented.
   page 1, a full-width heading over two columns of prose on page 2;
 * ``acme/archive/change-approval-chg-2291.pdf``: a typed cover page and a scanned form (an
   image of text, no text layer) that only OCR can read;
-* ``globex/rates/freight-rate-card-2026.pdf``: one page with a ruled rate table between prose.
+* ``globex/rates/freight-rate-card-2026.pdf``: one page with a ruled rate table between prose;
+* the DOCX, PPTX and XLSX files of ``generate_office.py`` (python-docx, python-pptx, openpyxl).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -233,10 +236,22 @@ def rate_card() -> bytes:
     return _finish(doc, "Freight Rate Card 2026", "Globex Sales Operations")
 
 
+def _office() -> Any:
+    """``generate_office.py`` beside this file (loaded by path: examples/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "generate_office", Path(__file__).with_name("generate_office.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 FILES = {
     "acme/reports/reliability-review-2026-q3.pdf": reliability_review,
     "acme/archive/change-approval-chg-2291.pdf": change_approval,
     "globex/rates/freight-rate-card-2026.pdf": rate_card,
+    **_office().OFFICE_FILES,
 }
 MAX_BYTES = 200_000
 

@@ -6,6 +6,7 @@ dense and the lexical ranking, so about 0.016 to 0.033; higher is better), the c
 similarity in dense mode and the BM25 score in lexical mode. Its text is untrusted source data.
 """
 
+from dataclasses import asdict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,14 +31,18 @@ class CitationModel(BaseModel):
     byte_start: int
     byte_end: int
     pages: list[dict[str, Any]] = Field(default_factory=list)
+    parts: list[dict[str, Any]] = Field(default_factory=list)
+    """Office documents: ``{part, locator, start, end, lead, tail}`` per cited element (zip part,
+    element, character range of its text, separators); empty for other formats."""
 
     @classmethod
     def of(cls, c: Citation) -> "CitationModel":
         pages = [{"page": p, "bbox": list(b)} for p, b in c.pages]
+        parts = [asdict(p) for p in c.parts]
         return cls(
             citation=str(c), id=str(c), tenant=c.tenant, chunk_id=c.chunk_id, uri=c.uri,
             revision=c.revision, doc_id=c.doc_id, anchor=c.anchor, byte_start=c.byte_start,
-            byte_end=c.byte_end, pages=pages,
+            byte_end=c.byte_end, pages=pages, parts=parts,
         )  # fmt: skip
 
 

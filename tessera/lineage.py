@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tessera.errors import AccessDenied
+from tessera.parsing.office_locate import cited_text, part_spans, parts_match
 from tessera.parsing.slices import decode_slice, source_slice_matches
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str
@@ -29,6 +30,8 @@ class Lineage:
     byte_start: int
     byte_end: int
     pages: list[dict[str, Any]]
+    parts: list[dict[str, Any]]
+    """Office documents: the cited zip parts and elements (:class:`~tessera.types.PartSpan`)."""
     source_slice: str
     source_verified: bool
     parser_version: str
@@ -66,6 +69,11 @@ def lineage(index: TenantIndex, index_uri: str, chunk_id: str) -> Lineage:
         raw = BlobStore(index_uri).get(index.tenant, r["revision"])  # verifies the sha256
         slice_text = decode_slice(raw, r["byte_start"], r["byte_end"], r["content_type"])
         verified = source_slice_matches(raw, r)
+    elif r.get("parts"):  # Office: read the cited elements back from the source file
+        raw = BlobStore(index_uri).get(index.tenant, r["revision"])
+        spans = part_spans(r["parts"])
+        verified = parts_match(raw, spans, r["text"])
+        slice_text = cited_text(raw, spans, r["doc_id"]) if verified else r["text"]
     pubs = [p for p in index.publications() if p["run_id"] == r["run_id"] and p["kind"] == "publish"]
     same = table.search().select(["id", "embedding_text"]).limit(None).to_arrow()
     duplicates = [
@@ -85,6 +93,7 @@ def lineage(index: TenantIndex, index_uri: str, chunk_id: str) -> Lineage:
         byte_start=r["byte_start"],
         byte_end=r["byte_end"],
         pages=list(r["pages"] or []),
+        parts=list(r.get("parts") or []),
         source_slice=slice_text,
         source_verified=verified,
         parser_version=r["parser_version"],

@@ -4,7 +4,9 @@ Each page shows the document's source revision (the bytes the chunks were cut fr
 every chunk's byte range as highlighted spans; hovering shows the chunk's id, heading path,
 tokens, parser, chunker, model and run. ``page.html#chunk-<id>`` scrolls to that chunk and
 highlights it (a few lines of inline script, no external assets). Paginated documents (PDF)
-have no byte ranges: their page lists each chunk with its pages and boxes instead.
+have no byte ranges: their page lists each chunk with its pages and boxes instead; Office
+documents (DOCX, PPTX, XLSX) list each chunk with its zip parts and elements
+(``word/document.xml p3..p7``, ``xl/worksheets/sheet1.xml A1..D40``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tessera.lineage_site import (
     index_page,
     restricted,
 )
+from tessera.parsing.office_locate import describe, part_spans
 from tessera.sources.confine import printable
 from tessera.store.blobs import BlobStore
 from tessera.store.index import TenantIndex
@@ -92,9 +95,13 @@ BOX = ("x0", "y0", "x1", "y1")
 
 
 def _paged_page(rows: list[dict[str, Any]]) -> str:
-    body = ["<table><tr><th>chunk</th><th>pages and boxes</th><th>text</th></tr>"]
+    office = any(r.get("parts") for r in rows)
+    head = "zip parts and elements" if office else "pages and boxes"
+    body = [f"<table><tr><th>chunk</th><th>{head}</th><th>text</th></tr>"]
     for r in sorted(rows, key=lambda r: r["start"]):
         where = "; ".join(f"p{p['page']} {[round(p[k], 1) for k in BOX]}" for p in r["pages"] or [])
+        if r.get("parts"):
+            where = describe(part_spans(r["parts"]))
         body.append(
             f'<tr><td><a id="chunk-{r["id"]}"></a><span data-c="{r["id"]}" title="{html.escape(_tip(r))}">'
             f"{r['id'][:16]}</span></td><td>{html.escape(where)}</td><td>{html.escape(r['text'])}</td></tr>"
@@ -134,7 +141,7 @@ def write_report(
     publications and for ``diff`` (two table versions) into ``out``; returns the index page."""
     table = index.table()
     names = set() if table is None else set(table.schema.names)
-    cols = [c for c in _COLUMNS + SITE_COLUMNS if c in names]  # older tables lack acl_source
+    cols = [c for c in [*_COLUMNS, *SITE_COLUMNS, "parts"] if c in names]  # older tables lack some
     rows = [] if table is None else table.search().select(cols).limit(None).to_arrow().to_pylist()
     rows = [r for r in rows if doc_ids is None or r["doc_id"] in doc_ids]
     by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -198,7 +205,11 @@ def provenance_sample(index: TenantIndex, doc_ids: set[str], n: int = 5) -> str:
         return "no chunks changed"
     rows = [
         r
-        for r in table.search().select(_COLUMNS).limit(None).to_arrow().to_pylist()
+        for r in table.search()
+        .select([c for c in [*_COLUMNS, "parts"] if c in table.schema.names])
+        .limit(None)
+        .to_arrow()
+        .to_pylist()
         if r["doc_id"] in doc_ids
     ]
     lines = [
@@ -209,6 +220,8 @@ def provenance_sample(index: TenantIndex, doc_ids: set[str], n: int = 5) -> str:
         where = (
             f"{r['byte_start']}-{r['byte_end']}"
             if r["byte_start"] >= 0
+            else describe(part_spans(r["parts"]))
+            if r.get("parts")
             else f"{len(r['pages'] or [])} page(s)"
         )
         lines.append(

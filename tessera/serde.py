@@ -6,9 +6,9 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
-from tessera.layout import PageLayout
+from tessera.layout import PageLayout, PartLayout
 from tessera.offsets import OffsetMap
-from tessera.types import Block, Chunk, PageSpan, ParsedDocument, SourceDocument, TrustReport
+from tessera.types import Block, Chunk, PageSpan, ParsedDocument, PartSpan, SourceDocument, TrustReport
 
 _DATES = ("effective_from", "effective_to", "modified_at")
 _DOC_FIELDS = fields(SourceDocument)
@@ -41,6 +41,7 @@ def parsed_to_json(p: ParsedDocument) -> dict[str, Any]:
         "parser_version": p.parser_version,
         "warnings": list(p.warnings),
         "layout": p.layout.to_json() if p.layout is not None else None,
+        "structure": p.structure.to_json() if p.structure is not None else None,
         "trust": trust_to_json(p.trust),
     }
 
@@ -55,6 +56,7 @@ def parsed_from_json(data: dict[str, Any]) -> ParsedDocument:
         parser_version=data["parser_version"],
         warnings=tuple(data["warnings"]),
         layout=PageLayout.from_json(data["layout"]) if data.get("layout") is not None else None,
+        structure=PartLayout.from_json(data["structure"]) if data.get("structure") is not None else None,
         trust=trust_from_json(data.get("trust")),
     )
 
@@ -81,6 +83,7 @@ def trust_from_json(data: dict[str, Any] | None) -> TrustReport:
 def chunk_to_json(c: Chunk) -> dict[str, Any]:
     data = asdict(c)
     data["pages"] = [{"page": p.page, "bbox": list(p.bbox)} for p in c.pages]
+    data["parts"] = [asdict(p) for p in c.parts]
     return data
 
 
@@ -89,4 +92,5 @@ def chunk_from_json(data: dict[str, Any]) -> Chunk:
     values["heading_path"] = tuple(values["heading_path"])
     values["flags"] = tuple(values["flags"])
     values["pages"] = tuple(PageSpan(p["page"], tuple(p["bbox"])) for p in values["pages"])
+    values["parts"] = tuple(PartSpan(**p) for p in values.get("parts") or ())
     return Chunk(**values)

@@ -2,7 +2,8 @@
 
 Offsets are half-open ``[start, end)`` indexes into ``ParsedDocument.text`` (the normalized
 text, Python ``str`` code points). Source coordinates are byte ranges into the raw source
-bytes for text formats, or page + bbox for PDF (``PageSpan``).
+bytes for text formats, page + bbox for PDF (``PageSpan``), or zip part + element +
+character range for Office documents (``PartSpan``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tessera.offsets import OffsetMap
 
 if TYPE_CHECKING:
-    from tessera.layout import PageLayout
+    from tessera.layout import PageLayout, PartLayout
 
 NEVER = datetime(9999, 12, 31, tzinfo=UTC)
 ALWAYS = datetime(1970, 1, 1, tzinfo=UTC)
@@ -104,6 +105,30 @@ class PageSpan:
 
 
 @dataclass(frozen=True)
+class PartSpan:
+    """Where a piece of a chunk lies in an Office document (a zip container of XML parts).
+
+    ``part`` is the zip part name (``word/document.xml``, ``ppt/slides/slide3.xml``,
+    ``xl/worksheets/sheet1.xml``, ``xl/workbook.xml`` for a sheet's name); ``locator`` names
+    one element of it: ``p12`` (DOCX: the 13th ``w:p`` of the part in document order),
+    ``sp4/p0`` (PPTX: paragraph 0 of the shape with id 4; ``sp7/r1c2/p0`` in a table cell),
+    ``B7`` (XLSX: a cell) or ``sheet2`` (XLSX: the 2nd sheet's name). ``[start, end)`` is a
+    code-point range of that element's text (:mod:`tessera.parsing.office_locate` defines it).
+    ``lead`` and ``tail`` are the separators the parser put before (and, for a chunk's last
+    piece, after) the piece: whitespace, table syntax (``| ``, ``|---|``), a list item's
+    ``- ``, the backslash before a cell's ``|``; never a letter or digit. So a chunk's text
+    is exactly ``"".join(s.lead + element_text(s)[s.start:s.end] + s.tail for s in parts)``.
+    """
+
+    part: str
+    locator: str
+    start: int
+    end: int
+    lead: str = ""
+    tail: str = ""
+
+
+@dataclass(frozen=True)
 class TrustReport:
     """What a parser kept and dropped that a reader would not see (see ``tessera.parsing.trust``).
 
@@ -132,6 +157,8 @@ class ParsedDocument:
     warnings: tuple[str, ...] = ()
     layout: PageLayout | None = None
     """Page map for paginated formats (PDF); None for text formats."""
+    structure: PartLayout | None = None
+    """Part map for Office documents (DOCX, PPTX, XLSX); None for every other format."""
     trust: TrustReport = field(default_factory=TrustReport)
     """Hidden content kept (ranges) and dropped (counts)."""
 
@@ -143,7 +170,10 @@ class Chunk:
     Offset contract: ``parsed.text[start:end] == text`` (half-open, code points of the
     normalized text), and ``source_bytes[byte_start:byte_end]`` is the exact slice of the
     raw source the chunk came from (``offsets.span(start, end)``). For PDF ``pages`` carries
-    the page numbers and union bboxes; its byte range is ``(-1, -1)``.
+    the page numbers and union bboxes; its byte range is ``(-1, -1)``. For Office documents
+    (DOCX, PPTX, XLSX) ``parts`` carries the structural locations (:class:`PartSpan`: zip
+    part, element, character range, separators), which give ``text`` exactly; its byte
+    range is ``(-1, -1)`` too.
 
     ``embedding_text`` is what the model sees (breadcrumb or context + text); ``token_count``
     is measured on it with the model's own tokenizer, special tokens included, and never
@@ -179,6 +209,7 @@ class Chunk:
     parser_version: str
     tokenizer_version: str
     pages: tuple[PageSpan, ...] = field(default=())
+    parts: tuple[PartSpan, ...] = field(default=())
 
     @property
     def checksum(self) -> str:

@@ -174,6 +174,13 @@ ROWS: list[Row] = [
     Row(("retry", "--tenant", "nope", "runbook.md"), 1, "ConfigError", "tenant"),
     Row(("retry", "--tenant", "acme", "runbook.md", "--run-id", "../x"), 2, "InvalidArgument", "--run-id"),
     Row(("retry", "--tenant", "acme"), 2, "InvalidArgument", "DOC"),
+    # directory (the project has no tenant with a directory)
+    Row(("directory", "refresh"), 1, "ConfigError", "tenants"),
+    Row(("directory", "refresh", "--tenant", "nope"), 1, "ConfigError", "nope"),
+    Row(("directory", "refresh", "--tenant", "acme"), 1, "ConfigError", "tenants.acme.directory"),
+    Row(("directory", "show", "--tenant", "acme", "--user", "alice"), 2, "InvalidArgument", "--tenant"),
+    Row(("directory", "show", "--tenant", "acme"), 2, "InvalidArgument", "--user"),
+    Row(("directory", "bogus"), 2, "InvalidArgument", "directory_cmd"),
     # diagnose
     Row(
         ("diagnose", "--tenant", "nope", "--as", "alice", "--question", "q", "--doc", "runbook.md"),

@@ -30,7 +30,8 @@ from tessera.cli import main
 from tessera.config import load_config
 from tessera.embedding.fake import HashEmbedder
 from tessera.parsing import ocr
-from tessera.parsing.base import get_parser, parser_for_path, slice_matches
+from tessera.parsing.base import OFFICE_TYPES, get_parser, parser_for_path, slice_matches
+from tessera.parsing.office_locate import cited_text, part_spans, parts_match
 from tessera.pipeline.run import RunContext
 from tessera.types import ALWAYS, NEVER, SourceDocument
 
@@ -40,13 +41,22 @@ FORMATS = {
     "text/html": "html",
     "text/markdown": "md",
     "text/x-python": "py",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
 }
-EXPECTED_FORMATS = {"acme": {"pdf", "html", "md", "py"}, "globex": {"pdf", "html", "md"}}
+EXPECTED_FORMATS = {
+    "acme": {"pdf", "html", "md", "py", "docx", "pptx"},
+    "globex": {"pdf", "html", "md", "xlsx"},
+}
 pymupdf: Any = _pymupdf  # mostly unannotated
 USER = {"acme": "alice", "globex": "dana"}  # can read every current, non-HR document
 SCAN = "archive/change-approval-chg-2291.pdf"
 REPORT = "reports/reliability-review-2026-q3.pdf"
 RATES = "rates/freight-rate-card-2026.pdf"
+DOCX = "handbook/onboarding-checklist.docx"
+PPTX = "reports/platform-roadmap-2027.pptx"
+XLSX = "rates/surcharge-table-2026.xlsx"
 
 
 def _cli(cfg: Path, *args: str) -> tuple[int, str]:
@@ -193,9 +203,12 @@ def _show(indexed: dict[str, Any], tenant: str, user: str, chunk_id: str) -> tup
 
 
 SHOWN = {
-    "acme": ("runbooks/deploy.md", REPORT, "web/zero-downtime-migrations.html", "tools/ledgerkit/money.py"),
-    "globex": ("products/shipment-tracking.md", "help/book-a-pickup.html"),
-}
+    "acme": (
+        "runbooks/deploy.md", REPORT, "web/zero-downtime-migrations.html", "tools/ledgerkit/money.py",
+        DOCX, PPTX,
+    ),
+    "globex": ("products/shipment-tracking.md", "help/book-a-pickup.html", XLSX),
+}  # fmt: skip
 
 
 def test_show_gives_the_exact_slice_for_every_format(indexed: dict[str, Any]) -> None:
@@ -219,6 +232,11 @@ def test_show_gives_the_exact_slice_for_every_format(indexed: dict[str, Any]) ->
                         (p["page"], (p["x0"], p["y0"], p["x1"], p["y1"])) for p in row["pages"]
                     ]
                     assert _boxed(raw, cite["pages"], row["text"])
+                    continue
+                if row["content_type"] in OFFICE_TYPES:  # read back from the cited zip parts
+                    assert cite["byte_start"] == cite["byte_end"] == -1 and cite["parts"] == row["parts"]
+                    assert shown["source_slice"] == cited_text(raw, part_spans(cite["parts"])) == row["text"]
+                    assert parts_match(raw, part_spans(cite["parts"]), row["text"])
                     continue
                 start, end = cite["byte_start"], cite["byte_end"]
                 assert 0 <= start < end <= len(raw)
@@ -312,7 +330,7 @@ def _generator() -> Any:
     return module
 
 
-def test_generator_reproduces_the_committed_pdfs(tmp_path: Path) -> None:
+def test_generator_reproduces_the_committed_files(tmp_path: Path) -> None:
     gen = _generator()
     written = gen.generate(tmp_path)
     assert {p.relative_to(tmp_path).as_posix() for p in written} == set(gen.FILES)
@@ -320,7 +338,8 @@ def test_generator_reproduces_the_committed_pdfs(tmp_path: Path) -> None:
         data = (tmp_path / rel).read_bytes()
         assert data == (EXAMPLES / "corpus" / rel).read_bytes(), f"{rel} differs: run the generator"
         assert len(data) < 200_000
-        assert pymupdf.open(stream=data, filetype="pdf").metadata["creationDate"] == gen.DATE
+        if rel.endswith(".pdf"):
+            assert pymupdf.open(stream=data, filetype="pdf").metadata["creationDate"] == gen.DATE
     gen.generate(tmp_path / "again")  # and again, in the same process
     for rel in gen.FILES:
         assert (tmp_path / "again" / rel).read_bytes() == (tmp_path / rel).read_bytes()
@@ -338,3 +357,45 @@ def test_lineage_report_covers_the_pdfs(indexed: dict[str, Any], tmp_path: Path)
     assert code == 0, out
     pages = [p for p in tmp_path.rglob("*.html") if p.name != "index.html"]
     assert len(pages) == 1 and "p1 [56.0, " in pages[0].read_text(encoding="utf-8")
+
+
+def test_office_files_cite_parts_and_split_the_sheet_with_its_header(indexed: dict[str, Any]) -> None:
+    """Every Office chunk cites zip parts that give its text exactly; the sheet is cut at rows
+    with the header row repeated in every part; slide titles and notes are kept."""
+    for tenant, doc_id, part in (
+        ("acme", DOCX, "word/document.xml"),
+        ("acme", PPTX, "ppt/slides/slide"),
+        ("globex", XLSX, "xl/worksheets/sheet1.xml"),
+    ):
+        raw = (indexed["root"] / "examples" / "corpus" / tenant / doc_id).read_bytes()
+        rows = _doc_rows(indexed, tenant, doc_id)
+        assert rows and all(r["byte_start"] == -1 and not r["pages"] for r in rows)
+        for r in rows:
+            assert parts_match(raw, part_spans(r["parts"]), r["text"]), r["text"]
+        assert any(p["part"].startswith(part) for r in rows for p in r["parts"])
+    sheet = [
+        r
+        for r in _doc_rows(indexed, "globex", XLSX)
+        if r["kind"] == "table" and r["parts"][-1]["part"] == "xl/worksheets/sheet1.xml"
+    ]
+    header = "| Code | Zone | Shipment | Surcharge EUR | Valid from |"
+    assert len(sheet) >= 3 and all(header in r["embedding_text"] for r in sheet)
+    body = "\n".join(r["text"] for r in sheet)
+    assert all(f"| S{n:03d} |" in body for n in range(1, 73))
+    deck = "\n".join(r["text"] for r in _doc_rows(indexed, "acme", PPTX))
+    assert "measured at the ledger API" in deck and "| Q2 2027 | Search indexer rewrite |" in deck
+    assert ("Engineering Onboarding Checklist", "First day") in {
+        tuple(r["heading_path"]) for r in _doc_rows(indexed, "acme", DOCX)
+    }
+
+
+def test_lineage_shows_and_verifies_office_parts(indexed: dict[str, Any], tmp_path: Path) -> None:
+    row = _doc_rows(indexed, "globex", XLSX)[-1]
+    code, out = _cli(indexed["cfg"], "lineage", "--tenant", "globex", "--json", row["id"])
+    assert code == 0, out
+    lineage = json.loads(out)
+    assert lineage["source_verified"] and lineage["source_slice"] == row["text"] and lineage["parts"]
+    code, out = _cli(indexed["cfg"], "lineage", "--tenant", "globex", "--html", str(tmp_path), "--doc", XLSX)
+    assert code == 0, out
+    pages = [p for p in tmp_path.rglob("*.html") if p.name != "index.html"]
+    assert len(pages) == 1 and "xl/worksheets/sheet1.xml A1.." in pages[0].read_text(encoding="utf-8")

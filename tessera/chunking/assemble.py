@@ -2,7 +2,7 @@
 
 Every chunker describes its output as :class:`Draft` pieces (a range, its embedding text and
 its place in the document); this module is the one place that assigns content-addressed ids,
-links neighbours and parents, maps ranges back to source bytes or PDF pages, adds the trust
+links neighbours and parents, maps ranges back to source bytes, PDF pages or Office parts, adds the trust
 flags (``hidden_text``: invisible characters or a range the parser marked hidden;
 ``untrusted``: instruction-like text; see :mod:`tessera.parsing.trust`), and refuses a chunk
 over the token budget (nothing is ever truncated). Flags are not part of a chunk's id or
@@ -19,7 +19,7 @@ from tessera.chunking.base import ChunkContext
 from tessera.chunking.identity import chunk_id, section_id
 from tessera.errors import ChunkingError
 from tessera.parsing.trust import chunk_flags
-from tessera.types import Chunk, ParsedDocument, SourceDocument
+from tessera.types import Chunk, ParsedDocument, PartSpan, SourceDocument
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,13 @@ def assemble(
         if n > ctx.config.max_tokens:
             raise ChunkingError(f"{doc.doc_id}[{d.start}:{d.end}] has {n} tokens > {ctx.config.max_tokens}")
         flags = d.flags + chunk_flags(text[d.start : d.end], d.start, d.end, hidden.witness(d.start, d.end))
+        parts: tuple[PartSpan, ...] = ()
         if parsed.layout is not None:  # paginated: provenance is page + bbox
             b0, b1, pages = -1, -1, parsed.layout.spans(d.start, d.end)
             flags += ("ocr",) if parsed.layout.ocr(d.start, d.end) else ()
+        elif parsed.structure is not None:  # Office: provenance is zip part + element + range
+            b0, b1, pages = -1, -1, ()
+            parts = parsed.structure.spans(text, d.start, d.end)
         else:
             (b0, b1), pages = parsed.offsets.span(text, d.start, d.end), ()
         chunks.append(
@@ -107,6 +111,7 @@ def assemble(
                 parser_version=parsed.parser_version,
                 tokenizer_version=ctx.counter.version,
                 pages=pages,
+                parts=parts,
             )
         )
     return chunks

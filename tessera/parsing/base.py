@@ -42,7 +42,21 @@ _BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "application/pdf": ("tessera.parsing.pdf:PdfParser", (".pdf",)),
     "text/html": ("tessera.parsing.html:HtmlParser", (".html", ".htm")),
     "text/x-python": ("tessera.parsing.code:PythonParser", (".py",)),
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": (
+        "tessera.parsing.office_docx:DocxParser",
+        (".docx",),
+    ),
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": (
+        "tessera.parsing.office_pptx:PptxParser",
+        (".pptx",),
+    ),
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": (
+        "tessera.parsing.office_xlsx:XlsxParser",
+        (".xlsx",),
+    ),
 }
+OFFICE_TYPES = frozenset(ct for ct in _BUILTIN if ct.startswith("application/vnd.openxmlformats"))
+"""Content types whose chunks cite zip parts (``Chunk.parts``), not bytes or pages."""
 ParserFactory = Callable[[], Parser]
 
 

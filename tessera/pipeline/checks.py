@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from tessera.parsing.office_locate import describe, part_spans, parts_match
 from tessera.parsing.slices import source_slice_matches
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str
@@ -54,6 +55,12 @@ def check_offsets(rows: Iterable[dict[str, Any]], blobs: BlobStore) -> list[str]
             except Exception as e:
                 problems.append(f"{r['id']}: source revision {key} unavailable: {e}")
                 continue
+        if r.get("parts"):  # Office rows cite zip parts and elements: read them back
+            if not parts_match(cache[key], part_spans(r["parts"]), r["text"]):
+                problems.append(
+                    f"{r['id']}: its cited parts {describe(part_spans(r['parts']))} do not give its text"
+                )
+            continue
         if r.get("pages") or r["byte_start"] < 0:
             continue  # paginated (PDF) rows cite pages and bboxes, not bytes
         if not source_slice_matches(cache[key], r):
@@ -128,6 +135,11 @@ def _sampled_rows(table: Any, keys: pa.Table, n: int, seed: str) -> list[dict[st
         return []
     where = f"id IN ({', '.join(sql_str(i) for i in ids)})"
     rows: list[dict[str, Any]] = (
-        table.search().where(where).select(_OFFSET_COLUMNS).limit(None).to_arrow().to_pylist()
+        table.search()
+        .where(where)
+        .select([c for c in [*_OFFSET_COLUMNS, "parts"] if c in table.schema.names])
+        .limit(None)
+        .to_arrow()
+        .to_pylist()
     )
     return rows

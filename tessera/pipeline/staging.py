@@ -18,6 +18,7 @@ step that dies half-way never leaves a truncated artifact for the next step to t
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tessera.errors import PublishError
-from tessera.types import Chunk, PageSpan
+from tessera.types import Chunk, PageSpan, PartSpan
 
 LISTING = "listing.json"
 PARSE_REPORT = "parse_report.json"
@@ -51,6 +52,8 @@ CHUNK_SCHEMA = pa.schema(
         ("chunking_config_hash", _S), ("chunker_version", _S), ("parser_version", _S),
         ("tokenizer_version", _S),
         ("pages", pa.list_(pa.struct([("page", _I), ("bbox", pa.list_(pa.float64()))]))),
+        ("parts", pa.list_(pa.struct([("part", _S), ("locator", _S), ("start", _I), ("end", _I),
+                                      ("lead", _S), ("tail", _S)]))),
         ("dup_group", _S), ("dup_bands", _STRS),
     ]
 )  # fmt: skip
@@ -60,12 +63,17 @@ _FIELDS = [f.name for f in CHUNK_SCHEMA if f.name not in ("dup_group", "dup_band
 Dedup = tuple[str, Sequence[str]]
 
 
+def part_dict(p: PartSpan) -> dict[str, Any]:
+    return asdict(p)
+
+
 def chunk_batch(chunks: Sequence[Chunk], dedup: Sequence[Dedup]) -> pa.RecordBatch:
     """Staged chunks with their ``(dup_group, dup_bands)`` as one record batch."""
     cols: dict[str, list[Any]] = {name: [getattr(c, name) for c in chunks] for name in _FIELDS}
     for name in _TUPLES:
         cols[name] = [list(v) for v in cols[name]]
     cols["pages"] = [[{"page": p.page, "bbox": list(p.bbox)} for p in c.pages] for c in chunks]
+    cols["parts"] = [[part_dict(p) for p in c.parts] for c in chunks]
     cols["dup_group"] = [g for g, _ in dedup]
     cols["dup_bands"] = [list(b) for _, b in dedup]
     return pa.RecordBatch.from_pydict(cols, schema=CHUNK_SCHEMA)
@@ -80,6 +88,7 @@ def chunks_of(batch: pa.RecordBatch) -> tuple[list[Chunk], list[Dedup]]:
         for name in _TUPLES:
             row[name] = tuple(row[name] or ())
         row["pages"] = tuple(PageSpan(p["page"], tuple(p["bbox"])) for p in row["pages"] or ())
+        row["parts"] = tuple(PartSpan(**p) for p in row["parts"] or ())
         chunks.append(Chunk(**row))
     return chunks, dedup
 

@@ -1,7 +1,9 @@
 """Citations to exact source ranges, and ``show``: the cited slice, under the same filter.
 
 A citation names the tenant and chunk (``tessera:<tenant>/<chunk id>``) plus the source URI,
-revision (sha256 of the bytes), byte range or PDF pages with bboxes, and heading anchor.
+revision (sha256 of the bytes), byte range, PDF pages with bboxes or Office parts (zip part,
+element, character range: :class:`~tessera.types.PartSpan`), and heading anchor. ``show``
+reads an Office citation back from the stored source file (:mod:`tessera.parsing.office_locate`).
 Fetching by id is not a bypass: ``show`` applies the principal's filter, and a chunk the
 principal may not see is reported exactly like one that does not exist.
 """
@@ -14,11 +16,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tessera.embedding.base import Embedder
-from tessera.errors import AccessDenied, InvalidArgument, PublishError, SourceBlobMissing
+from tessera.errors import AccessDenied, DocumentError, InvalidArgument, PublishError, SourceBlobMissing
+from tessera.parsing.office_locate import cited_text, describe, part_spans
 from tessera.parsing.slices import decode_slice
 from tessera.search.principal import Principal, access_filter
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str
+from tessera.types import PartSpan
 
 _CITATION = re.compile(r"(?:tessera:(?P<tenant>[a-z0-9_-]+)/)?(?P<id>[0-9a-f]{64})")
 
@@ -34,6 +38,7 @@ class Citation:
     byte_start: int
     byte_end: int
     pages: tuple[tuple[int, tuple[float, float, float, float]], ...] = ()
+    parts: tuple[PartSpan, ...] = ()
 
     def __str__(self) -> str:
         return f"tessera:{self.tenant}/{self.chunk_id}"
@@ -41,6 +46,8 @@ class Citation:
     def locator(self) -> str:
         if self.pages:
             return "; ".join(f"page {p} bbox {tuple(round(v, 1) for v in b)}" for p, b in self.pages)
+        if self.parts:
+            return describe(self.parts)
         return f"bytes {self.byte_start}-{self.byte_end}"
 
 
@@ -56,6 +63,7 @@ def citation_of(row: dict[str, Any]) -> Citation:
         byte_start=row["byte_start"],
         byte_end=row["byte_end"],
         pages=pages,
+        parts=part_spans(row.get("parts")),
     )
 
 
@@ -124,6 +132,14 @@ def show(
         raise AccessDenied("not found")
     row = fetch_row(open_table(index_uri, embedder, principal.tenant), principal, chunk_id, as_of)
     cite = citation_of(row)
+    if cite.parts:  # Office: read the cited elements back from the source file
+        raw = read_source(index_uri, cite)
+        try:
+            return SourceSlice(cite, cited_text(raw, cite.parts, cite.doc_id), row["text"])
+        except DocumentError as e:
+            raise SourceBlobMissing(
+                f"{cite}: the cited parts of revision {cite.revision} cannot be read: {e}"
+            ) from e
     if cite.pages or cite.byte_start < 0:
         return SourceSlice(cite, row["text"], row["text"])
     raw = read_source(index_uri, cite)

@@ -10,6 +10,7 @@ band keys, so a later run finds near-duplicate candidates without reading every 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,18 @@ from tessera.chunking.identity import text_checksum as text_checksum
 from tessera.embedding.base import Vectors
 from tessera.store.db import sql_str
 from tessera.types import Chunk, SourceDocument
+
+_PART = pa.struct(
+    [
+        pa.field("part", pa.string()),
+        pa.field("locator", pa.string()),
+        pa.field("start", pa.int64()),
+        pa.field("end", pa.int64()),
+        pa.field("lead", pa.string()),
+        pa.field("tail", pa.string()),
+    ]
+)
+"""One :class:`~tessera.types.PartSpan` of an Office chunk (``parts``; empty for other formats)."""
 
 _PAGE = pa.struct(
     [
@@ -77,6 +90,7 @@ def chunk_schema(dimension: int) -> pa.Schema:
         pa.field("vector", pa.list_(pa.float32(), dimension)),
         pa.field("sentence_vectors", pa.list_(pa.list_(pa.float32(), dimension))),
         pa.field("acl_source", s),  # which policy decided the ACL (provenance; last: older tables gain it)
+        pa.field("parts", pa.list_(_PART)),  # Office structural locations; older tables gain it (null)
     ]
     return pa.schema(fields)
 
@@ -169,14 +183,18 @@ def build_rows(
             }
         )
     schema = chunk_schema(dimension)
-    plain = pa.schema([f for f in schema if f.name not in ("vector", "sentence_vectors", "acl_source")])
+    plain = pa.schema(
+        [f for f in schema if f.name not in ("vector", "sentence_vectors", "acl_source", "parts")]
+    )
     table = pa.Table.from_pylist(rows, schema=plain)
     vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dimension)
     table = table.append_column(schema.field("vector"), vec)
     per_chunk = sentences if sentences is not None else [None] * len(chunks)
     table = table.append_column(schema.field("sentence_vectors"), sentence_column(per_chunk, dimension))
     sources = pa.array([docs[c.doc_id].acl_source or None for c in chunks], pa.string())
-    return table.append_column(schema.field("acl_source"), sources)
+    table = table.append_column(schema.field("acl_source"), sources)
+    parts = pa.array([[asdict(p) for p in c.parts] for c in chunks], pa.list_(_PART))
+    return table.append_column(schema.field("parts"), parts)
 
 
 _BAND_BATCH = 2000
