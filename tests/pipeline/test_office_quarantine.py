@@ -44,12 +44,17 @@ def test_bad_office_files_are_quarantined_and_old_chunks_kept(ws: Any) -> None:
     assert flagged == {"deck.pptx", "rates.xlsx"}  # hidden slide, hidden row and sheets
     assert verify_step(ws.context("acme", "r1"))[0] == []  # the publish-time check reads parts back
 
-    before = sorted(r["id"] for r in rows if r["doc_id"] == "good.docx")
-    (corpus / "good.docx").write_bytes(good["good.docx"][:500])  # the file becomes corrupt
+    before = sorted((r["doc_id"], r["id"]) for r in rows)
+    turned = {  # each format's file turns bad in its own way; every one keeps its old chunks
+        "good.docx": (good["good.docx"][:500], "corrupt"),
+        "deck.pptx": (F.encrypted(), "encrypted"),
+        "rates.xlsx": (F.macro_only(F.empty_xlsx, "xl/vbaProject.bin"), "macro_only"),
+    }
+    for name, (data, _) in turned.items():
+        (corpus / name).write_bytes(data)
     ws.run("acme", "r2")
     report = ws.context("acme", "r2").read("parse_report.json")
-    assert {"doc_id": "good.docx", "reason": "corrupt"}.items() <= next(
-        q for q in report["quarantined"] if q["doc_id"] == "good.docx"
-    ).items()
-    after = sorted(r["id"] for r in ws.rows("acme") if r["doc_id"] == "good.docx")
+    reasons = {q["doc_id"]: q["reason"] for q in report["quarantined"]}
+    assert {n: reasons.get(n) for n in turned} == {n: why for n, (_, why) in turned.items()}
+    after = sorted((r["doc_id"], r["id"]) for r in ws.rows("acme"))
     assert after == before  # kept, not deleted
