@@ -69,7 +69,8 @@ class StagedRows:
             seen |= ids
             self.per_document.update(rows.column("doc_id").to_pylist())
             if sampled < OFFSET_SAMPLE:
-                sample = rows.select(_OFFSET_COLUMNS).slice(0, OFFSET_SAMPLE - sampled).to_pylist()
+                cols = [c for c in [*_OFFSET_COLUMNS, "parts"] if c in rows.schema.names]
+                sample = rows.select(cols).slice(0, OFFSET_SAMPLE - sampled).to_pylist()
                 problems += check_offsets(sample, self.rc.blobs)
                 sampled += len(sample)
         if repeated:

@@ -26,7 +26,7 @@ import numpy as np
 from tessera.search.dataset import dataset
 from tessera.search.fusion import candidate_depth, row_score
 from tessera.search.lexical import flat_bm25
-from tessera.search.options import COLUMNS
+from tessera.search.options import row_columns
 from tessera.search.scope import CHECKED, scope_of
 from tessera.store.indexes import nearest
 
@@ -129,7 +129,8 @@ def lexical(
     except ValueError as e:
         if "INVERTED index" not in str(e):
             raise
-        return flat_bm25(table, query, where, n, COLUMNS)  # no FTS index yet: exact, slower
+        columns = row_columns(table.schema.names)
+        return flat_bm25(table, query, where, n, columns)  # no FTS index yet: exact, slower
     return _cut(rows, n)
 
 

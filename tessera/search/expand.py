@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tessera.search.hits import SearchHit, hit_from_row
-from tessera.search.options import COLUMNS, SearchOptions, parse_expand
+from tessera.search.options import SearchOptions, parse_expand, row_columns
 from tessera.store.db import sql_str
 
 
@@ -22,7 +22,12 @@ def _units(table: Any, row: dict[str, Any], where: str, how: str, n: int) -> lis
     else:
         scope += f" AND position >= {int(row['position']) - n} AND position <= {int(row['position']) + n}"
     rows: list[dict[str, Any]] = (
-        table.search().where(f"({where}) AND {scope}").select(COLUMNS).limit(None).to_arrow().to_pylist()
+        table.search()
+        .where(f"({where}) AND {scope}")
+        .select(row_columns(table.schema.names))
+        .limit(None)
+        .to_arrow()
+        .to_pylist()
     )
     return sorted(rows, key=lambda r: (r["start"], r["end"]))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tessera.errors import InvalidArgument
 
@@ -19,6 +20,14 @@ COLUMNS = [
     "token_count", "content_type", "readers", "groups", "dup_group",
 ]  # fmt: skip
 """The columns of a ranked row: read only for the rows a search returns (or folds into them)."""
+OPTIONAL_COLUMNS = ("parts",)
+"""Columns a ranked row carries when the table has them (Office locations: tables published
+before them gain the column on their next publish)."""
+
+
+def row_columns(names: Any) -> list[str]:
+    """``COLUMNS`` plus the optional ones among ``names`` (a table's column names)."""
+    return [*COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in names)]
 
 
 @dataclass(frozen=True)

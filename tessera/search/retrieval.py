@@ -23,7 +23,7 @@ from tessera.errors import InvalidArgument
 from tessera.search import candidates
 from tessera.search.collapse import MAX_CANDIDATES, collapse, copy_ids, with_all_copies
 from tessera.search.dataset import pin
-from tessera.search.options import COLUMNS, SearchOptions
+from tessera.search.options import SearchOptions, row_columns
 from tessera.search.rows import full_rows
 
 RRF_K = 60
@@ -75,7 +75,7 @@ def _lancedb_hybrid(
         .where(where, prefilter=True)
         .rerank(RRFReranker())
     )
-    rows: list[dict[str, Any]] = q.select(COLUMNS).limit(n).to_arrow().to_pylist()
+    rows: list[dict[str, Any]] = q.select(row_columns(table.schema.names)).limit(n).to_arrow().to_pylist()
     for r in rows:
         r["_score"] = float(r.pop("_relevance_score"))
     return rows

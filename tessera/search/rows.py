@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from tessera.search.dataset import dataset
-from tessera.search.options import COLUMNS
+from tessera.search.options import row_columns
 from tessera.store.db import sql_str
 
 _SCRATCH = ("_rowid",)
 
 
 def full_rows(table: Any, where: str, ranked: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``ranked`` in its order, each row with every column of ``COLUMNS`` and its ``_score``
+    """``ranked`` in its order, each row with every column of ``row_columns`` and its ``_score``
     if it has one (rows that already have the columns, from the exact-BM25 fallback, are kept
     as they are)."""
     need = [r for r in ranked if "text" not in r]
@@ -37,12 +37,14 @@ def full_rows(table: Any, where: str, ranked: list[dict[str, Any]]) -> list[dict
 
 def _read(table: Any, where: str, need: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     ids = {r["id"] for r in need}
+    ds = dataset(table)
+    columns = row_columns(ds.schema.names)
     if all(isinstance(r.get("_rowid"), int) for r in need):
         rowids = [r["_rowid"] for r in need]
-        taken = dataset(table)._take_rows(rowids, columns=COLUMNS).to_pylist()  # by row id, not offset
+        taken = ds._take_rows(rowids, columns=columns).to_pylist()  # by row id, not offset
         by_id = {r["id"]: r for r in taken}
         if len(taken) == len(need) and set(by_id) == ids:
             return by_id
     listed = ", ".join(sql_str(i) for i in sorted(ids))
-    found = dataset(table).to_table(columns=COLUMNS, filter=f"({where}) AND id IN ({listed})", limit=len(ids))
+    found = ds.to_table(columns=columns, filter=f"({where}) AND id IN ({listed})", limit=len(ids))
     return {r["id"]: r for r in found.to_pylist() if r["id"] in ids}

@@ -12,6 +12,7 @@ from tessera.parsing.office_text import text_offsets
 from tessera.pipeline.staging import chunk_batch, chunks_of
 from tessera.search import principal_from_config
 from tessera.search.citations import citation_of, show
+from tessera.search.query import SearchOptions, search
 from tessera.serde import chunk_from_json, chunk_to_json, parsed_from_json, parsed_to_json
 from tessera.types import Chunk, ParsedDocument, PartSpan
 from tests import office_fixtures as F
@@ -55,6 +56,10 @@ def test_a_table_from_before_parts_serves_and_upgrades(ws: Any) -> None:
     alice = principal_from_config(ws.config(), "acme", "alice")
     md = next(r for r in rows if r["doc_id"] == "notes.md")
     assert show(ws.config().store.uri, ws.embedder, alice, md["id"]).text == md["text"]
+    uri = ws.config().store.uri
+    for mode in ("hybrid", "lexical", "dense"):  # an old table searches: no parts asked of it
+        hits = search(uri, ws.embedder, alice, "plain text notes", options=SearchOptions(k=5, mode=mode))
+        assert hits and all(s.citation.parts == () for h in hits for s in h.sources)
     assert "parts" not in ws.table("acme").schema.names  # reading never alters a table
     raw = F.xlsx_rows(5)
     (corpus / "rates.xlsx").write_bytes(raw)  # a new revision: published again
@@ -64,5 +69,8 @@ def test_a_table_from_before_parts_serves_and_upgrades(ws: Any) -> None:
     xlsx = [r for r in rows if r["doc_id"] == "rates.xlsx"]
     assert xlsx and all(parts_match(raw, part_spans(r["parts"]), r["text"]) for r in xlsx)
     assert next(r for r in rows if r["doc_id"] == "notes.md")["parts"] in (None, [])
+    hits = search(uri, ws.embedder, alice, "item col1", options=SearchOptions(k=10, mode="lexical"))
+    cited = {s.citation.chunk_id: s.citation.parts for h in hits for s in h.sources}
+    assert any(cited.get(r["id"]) == part_spans(r["parts"]) for r in xlsx)  # search hits cite parts
     sl = show(ws.config().store.uri, ws.embedder, alice, xlsx[-1]["id"])
     assert sl.text == xlsx[-1]["text"] and "xl/worksheets/sheet1.xml" in sl.citation.locator()
