@@ -16,6 +16,7 @@ BENCHES = [
     "bench.retrieval_latency",
     "bench.html_candidates",
     "bench.html_quality",
+    "bench.html_gap",
     "bench.pdf_throughput",
     "bench.ocr_quality",
     "bench.chunk_throughput",

@@ -102,7 +102,7 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/9"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
+    version = "tessera-html/10"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
     # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells); 5: thin
     # extractions fall back to the visible text, whitespace-only lines dropped, boilerplate guards,
     # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``); 6: a
@@ -112,7 +112,11 @@ class HtmlParser:
     # id, teaser cards with paragraphs inside links after the article, short control labels; 9:
     # datelines and bylines above an article's first paragraph are dropped (``html_lead``; a
     # heading that repeats the page title too, with ``ContentParams.title_repeat``, off by
-    # default); a breadcrumb trail is pruned even when it reads as prose
+    # default); a breadcrumb trail is pruned even when it reads as prose; 10: hidden ``modal``
+    # dialogs, widget words run together with a container noun (``jp-relatedposts``), ``cta``
+    # blocks, a block under a short heading that names a widget ("Related"), a short line of
+    # ``<time>`` marks that reads as prose above the first paragraph, and a ``<div>`` of inline
+    # prose beside the scored container joins it like a ``<p>``
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None, params: ContentParams | None = None) -> None:

@@ -25,6 +25,13 @@ site. Guards keep the main text whatever the rules say:
   an article word counts beside it only as a token's first or last part (``entry-content``,
   not ``user-post-box``); a ``gallery`` is pruned like a widget (its captions);
 - the short label of an element with a control role (``role="button"``: "Play", "Mute");
+- a block whose own heading names a widget (its first element, or its first element's first,
+  is an ``h2``-``h4`` of at most :data:`HEAD_WORDS` words that starts with one of
+  :data:`HEAD_WIDGETS`: "Related", "Recommended for you", "Comments (3)"), whatever its class;
+- a dialog hidden until a script opens it (a whole ``modal`` class token), even one of a series
+  and even when it reads as prose; a widget word run together with a container noun in one
+  ``-`` part (:data:`COMPOUND_NOUNS`: ``jp-relatedposts``, ``commentlist``; not
+  ``commentary``); a call-to-action block (``cta``) is a widget;
 - teaser cards whose paragraphs sit inside links (:func:`is_card_block`), asked after the first
   pruning, only after an article's worth of prose and where it outweighs the cards.
 
@@ -34,6 +41,7 @@ across the development sets (``bench/html_quality.py``, README *HTML*).
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -67,11 +75,34 @@ container scoring (:mod:`html_score`) weighs only :data:`BOILER_WORDS`."""
 WIDGET_WORDS = words(
     "comment comments disqus review reviews customerreviews related recommended recommendations "
     "sidebar social socials share sharing newsletter subscribe subscription signup sponsor sponsored "
-    "advert advertisement ads outbrain taboola paywall gallery"
+    "advert advertisement ads outbrain taboola paywall gallery cta"
 )
 """Boilerplate words that name other content than the page's own (comments, reviews, related
 links, ads), not a presentation (``modal``, ``banner``, ``nav``, ``author``): a class with one
 is pruned even when it reads as prose, unless the element is one of a series."""
+COMPOUND_NOUNS = words(
+    "posts articles stories links items list box widget area section container wrapper block"
+)
+"""Nouns that a widget word is run together with in one class part (``jp-relatedposts``,
+``commentlist``, ``sharebox``): such a part counts as the widget word itself."""
+_COMPOUND = re.compile(
+    "^("
+    + "|".join(sorted(WIDGET_WORDS, key=len, reverse=True))
+    + ")(?:"
+    + "|".join(sorted(COMPOUND_NOUNS))
+    + ")$"
+)
+HEAD_WIDGETS = words("related recommended comments comment")
+"""First words of a heading that names the widget below it (:func:`headed_widget`)."""
+HEAD_WORDS = 4
+"""The longest such heading, in words ("Related stories", not "Related work on the mills")."""
+HEAD_DEPTH = 3
+"""How deep the heading may sit in the block's first elements (wrappers around it)."""
+_HEADS = frozenset(("h2", "h3", "h4"))
+_WORD = re.compile(r"\w+")
+MODAL_TOKENS = words("modal")
+"""A whole class token of a dialog that stays hidden until a script opens it (Bootstrap's
+``modal``): pruned even when it reads as prose and however many there are."""
 _POSITIVE = re.compile(r"article|body|content|entry|hentry|main|post|story|text")
 MODIFIERS = words("has with without no is show hide toggle js u")
 """A token with one of these parts states a layout or a state (``content-has-sidebar``)."""
@@ -157,7 +188,16 @@ def boiler_name(value: str, vocabulary: frozenset[str] = BOILER_WORDS, whole: bo
             continue
         if parts[0] in vocabulary or parts[-1] in vocabulary:
             return True
+        if vocabulary is not BOILER_WORDS and any(_compound(p, vocabulary) for p in (parts[0], parts[-1])):
+            return True
     return False
+
+
+def _compound(part: str, vocabulary: frozenset[str]) -> bool:
+    """``part`` runs a widget word of ``vocabulary`` together with a container noun
+    (``relatedposts``: ``related``)."""
+    m = _COMPOUND.match(part)
+    return m is not None and m.group(1) in vocabulary
 
 
 def _widget(node: Node, counts: Counter[str], least: int) -> bool:
@@ -221,6 +261,8 @@ def is_boilerplate(
         )
     if tag in BOILER_TAGS or node.get("role").lower() in BOILER_ROLES:
         return True
+    if MODAL_TOKENS & set(node.get("class").lower().split()):
+        return True  # a dialog hidden until opened ("Become an approved author!"), even a series of them
     if node.get("role").lower() in CONTROL_ROLES and node.text <= CONTROL_CHARS:
         return True  # a player's or widget's control label ("Play", "Mute", "Fullscreen")
     if tag == "header":  # top_heads: the subtree is as compute_stats left it (pruning is top-down)
@@ -267,3 +309,33 @@ def is_card_block(node: Node, container: Node, before: int) -> bool:
         and node.link > 0.5 * node.text
         and node.good - node.linked_good < 0.3 * node.text
     )
+
+
+def headed_widget(node: Node, src: str) -> bool:
+    """``node`` opens with a heading that names a widget ("Related", "Comments (12)"): its first
+    kept element, or that element's first, down :data:`HEAD_DEPTH` levels, is an ``h2``-``h4``
+    of at most :data:`HEAD_WORDS` words whose first is one of :data:`HEAD_WIDGETS`."""
+    if node.tag in _HEADS:
+        return False
+    n = node
+    for _ in range(HEAD_DEPTH):
+        first = next((c for c in n.children if isinstance(c, Node) and not c.drop), None)
+        if first is None:
+            return False
+        if first.tag in _HEADS:
+            tokens = _WORD.findall(_node_text(first, src).casefold())
+            return 0 < len(tokens) <= HEAD_WORDS and tokens[0] in HEAD_WIDGETS
+        n = first
+    return False
+
+
+def _node_text(node: Node, src: str) -> str:
+    parts: list[str] = []
+    stack: list[Node | tuple[int, int]] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Node):
+            stack.extend(reversed(item.children))
+        else:
+            parts.append(src[item[0] : item[1]])
+    return html.unescape(" ".join(parts))

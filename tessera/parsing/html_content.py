@@ -30,6 +30,7 @@ from tessera.parsing.html_boiler import (
     DEFAULT_PARAMS,
     ContentParams,
     class_counts,
+    headed_widget,
     is_boilerplate,
     is_card_block,
     names,
@@ -111,7 +112,7 @@ def select_content(
         if params.scored != "off" and src is not None:
             container = _scored(root, container, order, src, params, deadline)
     counts = class_counts(order) if params.name_repeat else None
-    _prune(container, params, deadline, counts)
+    _prune(container, params, deadline, counts, src)
     if container.linked_good and container.good - container.linked_good >= ARTICLE_CHARS:
         _prune_cards(container, src, deadline)  # (pruning only lowers the prose outside links)
     if params.lead and src is not None:
@@ -178,6 +179,7 @@ def _prune(
     params: ContentParams,
     deadline: Deadline | None = None,
     counts: Counter[str] | None = None,
+    src: str | None = None,
 ) -> None:
     stack = [container]
     while stack:
@@ -186,7 +188,11 @@ def _prune(
         node = stack.pop()
         for c in node.children:
             if isinstance(c, Node) and not c.drop:
-                if is_boilerplate(c, container, params, counts):
+                if is_boilerplate(c, container, params, counts) or (
+                    src is not None
+                    and c.good < params.protect_share * container.good
+                    and headed_widget(c, src)
+                ):
                     c.drop = True
                 else:
                     stack.append(c)

@@ -12,7 +12,9 @@ order up to its first prose block (a block whose own inline text reads as prose,
 - a dateline or byline is dropped: a short block (at most :data:`DATELINE_CHARS`, no heading
   in it) holding a ``<time>``, an ``itemprop`` of a date or an author, or a class or id word
   of one (:data:`DATE_WORDS`, a whole ``-``-part: ``article-dateline``, ``date_published``;
-  not ``update-notes``).
+  not ``update-notes``). A short block that reads as prose (it would end the walk as the first
+  paragraph) is a dateline too when such marks inside it hold half its text (``30 April 2015
+  at 07:19 (updated 07:38)``: two ``<time>`` in a line), not a sentence that mentions a date.
 
 A heading that is not the title (a subtitle, a section's name), a short line without such
 markup ("Posted by ... on ...") and everything from the first paragraph on stay. No
@@ -45,6 +47,9 @@ DATE_WORDS = words(
 """Class or id parts of a dateline or byline."""
 DATE_PROPS = words("datepublished datemodified datecreated dateline author creator")
 """``itemprop`` tokens of a dateline or byline."""
+MARK_SHARE = 0.5
+"""A short block that reads as prose is a dateline when its marks (``<time>``, a date or author
+``itemprop`` or class) hold this share of its text (set by hand)."""
 SERIES = 2
 """A dateline whose class is on this many elements heads each item of a series (the author
 line of every post of a thread): it stays (set by hand, checked on both development sets)."""
@@ -120,6 +125,15 @@ def prune_lead(
             dropped += 1
             seen += line.text
             stack = [n for n in stack if not _within(n, line)]
+        elif (
+            tag in BLOCK
+            and node.good > sum(c.good for c in kids)
+            and (mark := _marked(node)) is not None
+            and not _series(node, mark, counts)
+        ):
+            node.drop = True  # a dateline that reads as prose: "30 April 2015, 07:19 (updated 07:38)"
+            dropped += 1
+            seen += node.text
         elif tag in _STOP or (tag in BLOCK and node.good > sum(c.good for c in kids)):
             return dropped  # the article's first paragraph (or code, or a table)
         else:
@@ -140,6 +154,25 @@ def _dateline(node: Node) -> bool:
         return True
     value = (node.get("class") + " " + node.get("id")).lower()
     return any(p in DATE_WORDS for p in _PART.split(value) if p)
+
+
+def _marked(node: Node) -> Node | None:
+    """The first of a dateline's marks (:func:`_dateline`) inside a short block with no heading,
+    when the marks hold at least :data:`MARK_SHARE` of its text (a date with a few words around
+    it, not a sentence that mentions one), else None."""
+    if not node.text or node.text > DATELINE_CHARS or node.heads:
+        return None
+    marks: list[Node] = []
+    stack = [c for c in reversed(node.children) if isinstance(c, Node) and not c.drop]
+    while stack:
+        n = stack.pop()
+        if _dateline(n):
+            marks.append(n)
+        else:
+            stack.extend(c for c in reversed(n.children) if isinstance(c, Node) and not c.drop)
+    if not marks or sum(m.text for m in marks) < MARK_SHARE * node.text:
+        return None
+    return marks[0]
 
 
 def _series(line: Node, mark: Node, counts: Counter[str] | None) -> bool:

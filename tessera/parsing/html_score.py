@@ -6,7 +6,8 @@ goes to its parent in full, to its grandparent by half and to the three ancestor
 ``1 / (3 * level)``. A container starts from a tag weight (``div`` +5, lists and headings
 below zero) and a class/id weight (boilerplate words -25, article words +25), and its final
 score is scaled by ``1 - link density``. The best-scoring container wins; siblings scoring
-``sibling_share`` of it (or prose paragraphs) join it, as in Mozilla's Readability.
+``sibling_share`` of it (or prose paragraphs: a ``p``, or a ``div`` of inline content only,
+which Readability turns into a ``p``) join it, as in Mozilla's Readability.
 
 Nothing is rewritten: the scorer selects nodes (the container, and the siblings to drop when
 it widens to their parent), so the emitted text keeps its byte-exact offsets. One pass
@@ -165,7 +166,8 @@ def score_tree(
         if top_class and c.get("class") == top_class:
             s += best * 0.2
         ok = s >= threshold
-        if not ok and c.tag == "p" and c.text:
+        if not ok and (c.tag == "p" or (c.tag == "div" and id(c) not in has_block)) and c.text:
+            # a paragraph: a <p>, or a <div> of inline content only (Readability reads it as one)
             ld = c.link / c.text
             ok = (c.text > 80 and ld < 0.25) or (c.text <= 80 and ld == 0 and _ends_sentence(c, src))
         (joined if ok else dropped).append(c)
