@@ -9,7 +9,8 @@ Every DOCX, PPTX and XLSX parse and every structural citation lookup goes throug
 * ``corrupt``: not a zip (a legacy binary ``.doc``/``.xls``/``.ppt`` CFB file included), a
   damaged zip, a missing main part, XML that does not parse, or XML with a DTD (OOXML parts
   never have one: refusing it stops entity expansion, "billion laughs", and external
-  entities before any parse);
+  entities before any parse; the whole prolog is read, so comments before a DOCTYPE do not
+  hide it, and a prolog over 1 MiB is refused);
 * ``too_large``: too many zip entries, a part or the whole package over the uncompressed
   limits, or a part that inflates beyond its declared size or by an absurd ratio (zip bomb);
 * ``macro_only`` (raised by the parsers): a package with a VBA project and no text.
@@ -41,7 +42,9 @@ _BLOCK = 1 << 16
 
 _CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ENCRYPTED = "EncryptedPackage".encode("utf-16-le")
-_DTD_MARKERS = (b"<!DOCTYPE", b"<!ENTITY", "<!DOCTYPE".encode("utf-16-le"), "<!ENTITY".encode("utf-16-le"))
+_PROLOG_MAX = 1 << 20
+"""The most bytes of comments, processing instructions and whitespace read before the root
+element; a longer prolog is refused (``corrupt``): no real part has one."""
 
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
@@ -116,22 +119,31 @@ class Package:
     def xml(self, name: str) -> Any:
         """The part parsed as XML (an lxml root element), DTDs refused."""
         data = self.read(name)
-        self.refuse_dtd(name, data[:4096])
+        self.refuse_dtd(name, data)
         try:
             return etree.fromstring(data, xml_parser())
         except etree.XMLSyntaxError as e:
             raise DocumentError(self.doc_id, "corrupt", f"part {name}: bad XML: {e}") from e
 
     def refuse_dtd(self, name: str, head: bytes) -> None:
-        if any(m in head for m in _DTD_MARKERS):
+        """``corrupt`` when the prolog before the root element (``head`` holds it whole, or
+        :data:`_PROLOG_MAX` bytes of it) declares a DTD, however many comments come first."""
+        verdict = prolog_has_dtd(head)
+        if verdict is None:
+            raise DocumentError(self.doc_id, "corrupt", f"part {name}: no root element in its first bytes")
+        if verdict:
             raise DocumentError(self.doc_id, "corrupt", f"part {name} has a DTD (entities are refused)")
 
     def iterparse(self, name: str, tags: tuple[str, ...]) -> Iterator[Any]:
         """``(event, element)`` for the end of each element in ``tags``, streamed: the part is
         never held whole (the caller clears what it has read)."""
         blocks = self.stream(name)
-        first = next(blocks, b"")
-        self.refuse_dtd(name, first[:4096])
+        first = b""
+        for block in blocks:  # the whole prolog (bounded) before anything is parsed
+            first += block
+            if prolog_has_dtd(first) is not None or len(first) >= _PROLOG_MAX:
+                break
+        self.refuse_dtd(name, first)
         source = _Chained(first, blocks)
         try:
             yield from etree.iterparse(
@@ -166,6 +178,33 @@ class Package:
 
     def has_macros(self) -> bool:
         return any(n.lower().endswith("vbaproject.bin") for n in self.infos)
+
+
+def prolog_has_dtd(data: bytes) -> bool | None:
+    """Whether the XML prolog of ``data`` (declaration, comments, processing instructions,
+    whitespace) holds a ``<!DOCTYPE``; None when ``data`` ends (or passes :data:`_PROLOG_MAX`)
+    before the root element starts. UTF-16 parts (a BOM) are read as such."""
+    head = data[:_PROLOG_MAX]
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        text = head[2:].decode("utf-16-le" if head[:2] == b"\xff\xfe" else "utf-16-be", errors="replace")
+    else:
+        text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    i = 0
+    while True:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        if i >= len(text):
+            return None
+        if text.startswith("<?", i):
+            close = "?>"
+        elif text.startswith("<!--", i):
+            close = "-->"
+        else:  # "<!": a DOCTYPE (or markup no prolog may hold): refused; else the root element
+            return text.startswith("<!", i)
+        end = text.find(close, i + 2)
+        if end < 0:
+            return None
+        i = end + len(close)
 
 
 def resolve(folder: str, target: str) -> str:

@@ -91,6 +91,35 @@ def test_xml_with_a_dtd_is_refused_before_parsing(fmt: str, body: bytes) -> None
     assert _reason(fmt, F.fixed(sample(), {main: body})) == "corrupt"
 
 
+def _padded(body: bytes, pad: bytes) -> bytes:
+    """``body`` with ``pad`` (comments, instructions, whitespace) after its XML declaration."""
+    end = body.index(b"?>") + 2
+    return body[:end] + pad + body[end:]
+
+
+PADDING = b"\n<!-- " + b"x" * 9000 + b" -->\n<?pi " + b"y" * 5000 + b"?>\n" + b" " * 3000
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@pytest.mark.parametrize("body", [BILLION_LAUGHS, XXE], ids=["billion-laughs", "xxe"])
+def test_a_dtd_behind_a_long_prolog_is_refused_too(fmt: str, body: bytes) -> None:
+    """Comments and instructions may precede a DOCTYPE: the whole prolog is read, not a prefix."""
+    _ct, sample, _empty, _vba, main = FORMATS[fmt]
+    assert _reason(fmt, F.fixed(sample(), {main: _padded(body, PADDING)})) == "corrupt"
+
+
+def test_a_dtd_in_a_streamed_sheet_is_refused_and_a_long_comment_is_not() -> None:
+    sheet = "xl/worksheets/sheet1.xml"
+    raw = F.xlsx_rows(3)
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        good = z.read(sheet)
+    dtd = b'<!DOCTYPE worksheet [<!ENTITY x SYSTEM "file:///etc/hostname">]>\n'
+    assert _reason("xlsx", F.fixed(raw, {sheet: _padded(good, PADDING + dtd)})) == "corrupt"
+    kept = F.fixed(raw, {sheet: _padded(good, PADDING)})  # a long comment alone is legitimate
+    parsed = PARSERS["xlsx"]().parse(F.source("ok.xlsx", kept, FORMATS["xlsx"][0]), kept)
+    assert "item 4" in parsed.text
+
+
 def test_the_xml_parser_never_expands_or_fetches_entities() -> None:
     """Even past the DTD check, lxml is set never to resolve entities nor touch the network."""
     root = etree.fromstring(XXE, xml_parser())
