@@ -51,11 +51,7 @@ def phase(root: Path) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     out: dict[str, Any] = {}
     t_all = time.perf_counter()
-
-    def listing(rc: RunContext) -> dict[str, Any]:
-        return list_step(rc, start_workers=True)  # as run_tenant does: the pool starts meanwhile
-
-    for name, step in zip(STEPS, (listing, parse_step, chunk_step, embed_step, publish_step), strict=True):
+    for name, step in zip(STEPS, (list_step, parse_step, chunk_step, embed_step, publish_step), strict=True):
         t0 = time.perf_counter()
         out[name] = step(rc)
         seconds[name] = round(time.perf_counter() - t0, 3)

@@ -21,10 +21,8 @@ executor stages identical rows.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,7 +33,6 @@ from typing import Any, Protocol, TypeVar
 from tessera.config_execution import ExecutionConfig
 from tessera.errors import ConfigError
 
-log = logging.getLogger(__name__)
 A = TypeVar("A")
 B = TypeVar("B")
 
@@ -83,26 +80,6 @@ class ProcessExecutor:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-
-    def warm(self) -> threading.Thread | None:
-        """Start the pool's workers now, on a background thread: the forkserver imports the
-        step code (about 1 s) while the caller goes on. A run calls it when its plan shows
-        enough documents for the pool, so the start overlaps the rest of the listing step.
-        A failure is logged; the step that uses the pool meets it again and raises."""
-        if self.workers <= 1:
-            return None
-        pool = _pool(self.workers)
-
-        def start() -> None:
-            try:
-                for f in [pool.submit(os.getpid) for _ in range(self.workers)]:
-                    f.result()
-            except Exception as e:
-                log.warning("starting %d worker processes failed: %s", self.workers, e)
-
-        thread = threading.Thread(target=start, name="tessera-pool-start", daemon=True)
-        thread.start()
-        return thread
 
     def map(self, fn: Callable[[A], B], items: Sequence[A]) -> Iterator[B]:
         if len(items) <= 1 or self.workers <= 1:

@@ -9,7 +9,6 @@ from typing import Any
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
 from tessera.parsing.base import ParserVersions
 from tessera.pipeline.context import RunContext
-from tessera.pipeline.executors import ProcessExecutor, executor_for
 from tessera.pipeline.failures import in_scope
 from tessera.pipeline.progress import log as progress_log
 from tessera.pipeline.relabel import split_meta_only
@@ -221,18 +220,10 @@ def check_sources(rc: RunContext) -> dict[str, Any]:
     }
 
 
-def list_step(rc: RunContext, start_workers: bool = False) -> dict[str, Any]:
-    """Enumerate the source, diff it against what is live, and store changed raw bytes.
-
-    ``start_workers``: when this process runs the next steps too (``run_tenant``) and the plan
-    has enough documents for the process pool, its workers start while the changed bytes are
-    stored."""
+def list_step(rc: RunContext) -> dict[str, Any]:
+    """Enumerate the source, diff it against what is live, and store changed raw bytes."""
     assert rc.connector is not None
     d = diff(rc)
-    if start_workers:
-        ex = executor_for(rc.config.execution, len(d.changed) + len(d.meta_only))
-        if isinstance(ex, ProcessExecutor):
-            ex.warm()
     listing = d.listing
     quarantined = [{"doc_id": f.doc_id, "reason": f.reason, "message": f.message} for f in listing.failed]
     by_id = {doc.doc_id: doc for doc in listing.documents}

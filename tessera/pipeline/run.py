@@ -38,7 +38,7 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
     (the first build, or the end of a backfill after a model change)."""
     for attempt in range(1, PLAN_ATTEMPTS + 1):
         out = {
-            "listing": list_step(rc, start_workers=True),
+            "listing": list_step(rc),
             "parse": parse_step(rc),
             "chunk": chunk_step(rc),
             "embed": embed_step(rc),

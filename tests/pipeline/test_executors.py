@@ -119,33 +119,3 @@ def test_a_slow_consumer_keeps_a_bounded_number_of_batches_in_flight(tmp_path: A
     stopped.close()  # a consumer that stops early leaves nothing queued behind it
     time.sleep(0.5)
     assert len(os.listdir(tmp_path / "x")) <= 1 + window
-
-
-def test_warm_starts_the_pool_before_the_step_needs_it() -> None:
-    from tessera.pipeline.executors import _POOLS
-
-    ex = ProcessExecutor(3)  # a pool of its own: pools are kept per worker count
-    thread = ex.warm()
-    assert thread is not None
-    thread.join(timeout=120)
-    assert not thread.is_alive()
-    started = set(_POOLS[3]._processes)  # the forkserver has imported the step code, workers run
-    assert started and os.getpid() not in started
-    pids = list(ex.map(_pid, list(range(6))))
-    assert len(pids) == 6 and os.getpid() not in pids
-    assert ProcessExecutor(1).warm() is None  # one worker: the step runs in its own process
-
-
-def test_a_run_starts_workers_only_when_its_plan_needs_the_pool(ws: Workspace) -> None:
-    from tessera.pipeline import executors
-    from tessera.pipeline.listing import list_step
-
-    ws.tenant("acme", DOCS)
-    ws.execution = {"executor": "process", "workers": 5, "min_documents": 100}
-    before = set(executors._POOLS)
-    list_step(ws.context("acme", "small"), start_workers=True)  # 26 documents < 100: inline
-    assert set(executors._POOLS) == before
-    ws.execution = {"executor": "process", "workers": 5, "min_documents": 10}
-    list_step(ws.context("acme", "big"), start_workers=True)
-    assert 5 in executors._POOLS
-    list_step(ws.context("acme", "dagster-step"), start_workers=False)  # a step process alone
