@@ -9,7 +9,6 @@ from assets import tenant_partitions
 from pipelines.jobs import RUN_TAGS, index_tenant_job, maintain_index_job
 from pipelines.noop import run_needed
 from resources.runs import TenantRunResource
-from tessera.errors import TesseraError
 from tessera.pipeline.listing import check_sources
 
 log = logging.getLogger(__name__)
@@ -42,7 +41,8 @@ def build_rebuild_schedule(cron: str) -> ScheduleDefinition:
             try:
                 rc = tenant_run.context_for(t, run_id="rebuild-schedule")
                 reason = run_needed(rc, check_sources(rc))
-            except TesseraError as e:  # the run records the failure where operators look for it
+            except Exception as e:  # not swallowed: the run meets it again and records it where
+                # operators look; one tenant's failing check never holds back the others
                 reason = f"check failed: {type(e).__name__}"
                 log.warning("%s: check failed, a run is requested to record it: %s", t, e)
             if reason is not None:
