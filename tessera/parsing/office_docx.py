@@ -25,7 +25,7 @@ from typing import Any
 
 from tessera.errors import DocumentError
 from tessera.parsing.base import SandboxLimits
-from tessera.parsing.office_text import Emitter, Piece, plain, text_offsets
+from tessera.parsing.office_text import Emitter, Piece, finish, plain
 from tessera.parsing.office_zip import Package
 from tessera.parsing.trust import instruction_pieces
 from tessera.types import ParsedDocument, SourceDocument, TrustReport
@@ -167,29 +167,11 @@ class DocxParser:
             for note in notes:
                 if note.get(f"{W}type", "normal") == "normal":  # not the separator lines
                     walk.children(note)
-        out, warnings = walk.out, []
-        text = out.text()
-        if walk.hidden:
-            warnings.append(f"hidden_text: {len(walk.hidden)} hidden spans left out")
-        if pkg.has_macros():
-            if not text.strip():
-                raise DocumentError(doc.doc_id, "macro_only", "a VBA project and no text")
-            warnings.append("macros: a VBA project is present (not run, not indexed)")
-        if not text.strip():
-            warnings.append("no_text: no extractable text")
-        return ParsedDocument(
-            doc_id=doc.doc_id,
-            text=text,
-            blocks=tuple(out.blocks),
-            offsets=text_offsets(text),
-            parser=self.name,
-            parser_version=self.version,
-            warnings=tuple(warnings),
-            structure=out.structure(),
-            trust=TrustReport(
-                hidden_dropped=len(walk.hidden), instructions_dropped=instruction_pieces(walk.hidden)
-            ),
+        warnings = [f"hidden_text: {len(walk.hidden)} hidden spans left out"] if walk.hidden else []
+        trust = TrustReport(
+            hidden_dropped=len(walk.hidden), instructions_dropped=instruction_pieces(walk.hidden)
         )
+        return finish(doc, (self.name, self.version), walk.out, warnings, trust, pkg.has_macros())
 
 
 class _Walk:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tessera.errors import DocumentError
 from tessera.parsing.base import SandboxLimits
-from tessera.parsing.office_text import Emitter, Piece, plain, text_offsets
+from tessera.parsing.office_text import Emitter, Piece, finish, plain
 from tessera.parsing.office_zip import REL, Package
 from tessera.types import ParsedDocument, SourceDocument, TrustReport
 
@@ -114,26 +114,10 @@ class PptxParser:
             if root.get("show") in ("0", "false") and out.pos > start:
                 hidden.append(n)
                 out.hidden.append((start, out.pos))
-        text = out.text()
         if hidden:
             warnings.append(f"hidden_slide: slides {', '.join(map(str, hidden))} are hidden (kept, flagged)")
-        if pkg.has_macros():
-            if not text.strip():
-                raise DocumentError(doc.doc_id, "macro_only", "a VBA project and no text")
-            warnings.append("macros: a VBA project is present (not run, not indexed)")
-        if not text.strip():
-            warnings.append("no_text: no extractable text")
-        return ParsedDocument(
-            doc_id=doc.doc_id,
-            text=text,
-            blocks=tuple(out.blocks),
-            offsets=text_offsets(text),
-            parser=self.name,
-            parser_version=self.version,
-            warnings=tuple(warnings),
-            structure=out.structure(),
-            trust=TrustReport(hidden_spans=tuple(out.hidden)),
-        )
+        trust = TrustReport(hidden_spans=tuple(out.hidden))
+        return finish(doc, (self.name, self.version), out, warnings, trust, pkg.has_macros())
 
 
 def _pieces(part: str, loc: str, p: Any) -> list[Piece]:

@@ -16,9 +16,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tessera.errors import DocumentError
 from tessera.layout import PartLayout, PartRun
 from tessera.offsets import OffsetMap, OffsetMapBuilder
-from tessera.types import Block
+from tessera.types import Block, ParsedDocument, SourceDocument, TrustReport
 
 _CELL_SPECIAL = re.compile(r"[|\n\r\t]")
 
@@ -107,6 +108,39 @@ class Emitter:
 
     def structure(self) -> PartLayout:
         return PartLayout(tuple(self.runs))
+
+
+def finish(
+    doc: SourceDocument,
+    parser: tuple[str, str],
+    out: Emitter,
+    warnings: list[str],
+    trust: TrustReport,
+    macros: bool,
+    what: str = "text",
+    no_text: str = "no extractable text",
+) -> ParsedDocument:
+    """The parsed document of ``out``, for every Office parser (``parser``: name, version):
+    a package with a VBA project and no ``what`` is ``macro_only``; macros beside text and a
+    document without text (``no_text``) are warnings."""
+    text = out.text()
+    if macros:
+        if not text.strip():
+            raise DocumentError(doc.doc_id, "macro_only", f"a VBA project and no {what}")
+        warnings.append("macros: a VBA project is present (not run, not indexed)")
+    if not text.strip():
+        warnings.append(f"no_text: {no_text}")
+    return ParsedDocument(
+        doc_id=doc.doc_id,
+        text=text,
+        blocks=tuple(out.blocks),
+        offsets=text_offsets(text),
+        parser=parser[0],
+        parser_version=parser[1],
+        warnings=tuple(warnings),
+        structure=out.structure(),
+        trust=trust,
+    )
 
 
 def text_offsets(text: str) -> OffsetMap:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from tessera.errors import DocumentError
 from tessera.parsing.base import SandboxLimits
-from tessera.parsing.office_text import Emitter, Piece, text_offsets
+from tessera.parsing.office_text import Emitter, Piece, finish
 from tessera.parsing.office_xlsx_read import Book, Sheet, column_letters, open_book, rows
 from tessera.parsing.office_zip import Package
 from tessera.types import ParsedDocument, SourceDocument, TrustReport
@@ -63,23 +63,16 @@ class XlsxParser:
             if hidden_cols:
                 names = ", ".join(column_letters(c) for c in hidden_cols)
                 warnings.append(f"hidden_columns: {sheet.name}: {names} (kept, flagged)")
-        text = out.text()
-        if pkg.has_macros():
-            if not text.strip():
-                raise DocumentError(doc.doc_id, "macro_only", "a VBA project and no cell text")
-            warnings.append("macros: a VBA project is present (not run, not indexed)")
-        if not text.strip():
-            warnings.append("no_text: no cell has text")
-        return ParsedDocument(
-            doc_id=doc.doc_id,
-            text=text,
-            blocks=tuple(out.blocks),
-            offsets=text_offsets(text),
-            parser=self.name,
-            parser_version=self.version,
-            warnings=tuple(warnings),
-            structure=out.structure(),
-            trust=TrustReport(hidden_spans=_merged(out.hidden)),
+        trust = TrustReport(hidden_spans=_merged(out.hidden))
+        return finish(
+            doc,
+            (self.name, self.version),
+            out,
+            warnings,
+            trust,
+            pkg.has_macros(),
+            "cell text",
+            "no cell has text",
         )
 
 
