@@ -252,13 +252,5 @@ class _Walk:
                 cells.append(cell)
             if any(c for c in cells):
                 rows.append(cells)
-        if not rows:
-            return
-        out = self.out
-        out.gap("\n\n")
-        start = out.pos
-        for i, cells in enumerate(rows):
-            if i:
-                out.sep("\n")
-            out.row(cells, header=i == 0)
-        out.block("table", start)
+        if rows:
+            self.out.table(rows)

@@ -164,15 +164,8 @@ def _table(out: Emitter, part: str, sid: str, frame: Any) -> None:
             cells.append(cell)
         if any(cells):
             rows.append(cells)
-    if not rows:
-        return
-    out.gap("\n\n")
-    start = out.pos
-    for i, cells in enumerate(rows):
-        if i:
-            out.sep("\n")
-        out.row(cells, header=i == 0)
-    out.block("table", start)
+    if rows:
+        out.table(rows)
 
 
 def _notes(out: Emitter, part: str, root: Any) -> None:

@@ -99,6 +99,16 @@ class Emitter:
             self.sep("\n|" + "|".join(["---"] * max(len(cells), 1)) + "|")
         return spans
 
+    def table(self, rows: Sequence[Sequence[Sequence[Piece | str]]]) -> None:
+        """A whole table block, after a blank line: a line per row, the first the header."""
+        self.gap("\n\n")
+        start = self.pos
+        for i, cells in enumerate(rows):
+            if i:
+                self.sep("\n")
+            self.row(cells, header=i == 0)
+        self.block("table", start)
+
     def block(self, kind: str, start: int, level: int = 0, info: str = "", title: str = "") -> None:
         if self.pos > start:
             self.blocks.append(Block(kind, start, self.pos, level=level, info=info, title=title))
