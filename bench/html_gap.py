@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import argparse
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, write_result
 from tessera.evaluation.html_metrics import bag_prf, mean, word_tokens, ws_tokens
-from tessera.evaluation.html_sets import load_pages
+from tessera.evaluation.html_sets import TextNodes, load_pages
 from tessera.evaluation.html_tessera import eval_doc
 from tessera.parsing.html import HtmlParser
 from tessera.parsing.html_text import words
@@ -42,36 +41,9 @@ BREAKS = words(
 _TABLE_MARK = re.compile(r"^[|\-:]+$")
 
 
-class _BlockText(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style"):
-            self._skip += 1
-        if tag in BREAKS:
-            self.parts.append(" ")
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in BREAKS:
-            self.parts.append(" ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style") and self._skip:
-            self._skip -= 1
-        if tag in BREAKS:
-            self.parts.append(" ")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.parts.append(data)
-
-
 def block_text(markup: str) -> str:
     """Text nodes in order, inline ones run together, a space at block boundaries."""
-    p = _BlockText()
+    p = TextNodes(BREAKS)
     p.feed(markup)
     p.close()
     return " ".join("".join(p.parts).split())

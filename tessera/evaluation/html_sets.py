@@ -141,19 +141,31 @@ def synthetic_fixtures(data_dir: Path) -> frozenset[str]:
     return frozenset(out)
 
 
-class _TextNodes(HTMLParser):
-    def __init__(self) -> None:
+class TextNodes(HTMLParser):
+    """The text nodes of a page in order (``parts``), outside scripts and styles; with
+    ``breaks``, a ``" "`` part at each start and end of those tags."""
+
+    def __init__(self, breaks: frozenset[str] = frozenset()) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
+        self.breaks = breaks
         self._skip = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in ("script", "style"):
             self._skip += 1
+        if tag in self.breaks:
+            self.parts.append(" ")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.breaks:
+            self.parts.append(" ")
 
     def handle_endtag(self, tag: str) -> None:
         if tag in ("script", "style") and self._skip:
             self._skip -= 1
+        if tag in self.breaks:
+            self.parts.append(" ")
 
     def handle_data(self, data: str) -> None:
         if not self._skip:
@@ -162,7 +174,7 @@ class _TextNodes(HTMLParser):
 
 def html_text_nodes(markup: str) -> str:
     """Every text node in document order, a space between nodes, whitespace collapsed."""
-    p = _TextNodes()
+    p = TextNodes()
     p.feed(markup)
     p.close()
     return " ".join(" ".join(p.parts).split())
