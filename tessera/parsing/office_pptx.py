@@ -135,16 +135,9 @@ def _slide(out: Emitter, part: str, root: Any) -> None:
             _table(out, part, sid, shape)
             continue
         kind = "heading" if _placeholder(shape) in _TITLES else "paragraph"
-        paras = [_pieces(part, f"{sid}/p{k}", p) for k, p in enumerate(_paragraphs(shape, ""))]
-        paras = [p for p in paras if p]
-        if not paras:
+        start = _shape_text(out, part, sid, shape)
+        if start is None:
             continue
-        out.gap("\n\n")
-        start = out.pos
-        for k, pieces in enumerate(paras):
-            if k:
-                out.sep("\n")
-            out.pieces(pieces)
         title = plain(out.text()[start:]) if kind == "heading" else ""
         out.block(kind, start, level=1 if title else 0, title=title)
 
@@ -175,15 +168,21 @@ def _notes(out: Emitter, part: str, root: Any) -> None:
     for shape in shapes(tree):
         if _placeholder(shape) != "body":
             continue
-        sid = f"sp{_shape_id(shape)}"
-        paras = [_pieces(part, f"{sid}/p{k}", p) for k, p in enumerate(_paragraphs(shape, ""))]
-        paras = [p for p in paras if p]
-        if not paras:
-            continue
-        out.gap("\n\n")
-        start = out.pos
-        for k, pieces in enumerate(paras):
-            if k:
-                out.sep("\n")
-            out.pieces(pieces)
-        out.block("paragraph", start, info="notes")
+        start = _shape_text(out, part, f"sp{_shape_id(shape)}", shape)
+        if start is not None:
+            out.block("paragraph", start, info="notes")
+
+
+def _shape_text(out: Emitter, part: str, sid: str, shape: Any) -> int | None:
+    """A shape's paragraphs after a blank line, a line each; where they start (None: no text)."""
+    paras = [_pieces(part, f"{sid}/p{k}", p) for k, p in enumerate(_paragraphs(shape, ""))]
+    paras = [p for p in paras if p]
+    if not paras:
+        return None
+    out.gap("\n\n")
+    start = out.pos
+    for k, pieces in enumerate(paras):
+        if k:
+            out.sep("\n")
+        out.pieces(pieces)
+    return start
