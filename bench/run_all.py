@@ -17,6 +17,7 @@ BENCHES = [
     "bench.html_candidates",
     "bench.html_quality",
     "bench.html_gap",
+    "bench.html_hybrid",
     "bench.office_xlsx",
     "bench.pdf_throughput",
     "bench.ocr_quality",

@@ -49,7 +49,7 @@ from tessera.parsing.html_text import (
     source_text,
     words,
 )
-from tessera.parsing.html_tree import TreeLimits, build_tree
+from tessera.parsing.html_tree import Node, Tree, TreeLimits, build_tree
 from tessera.parsing.trust import instruction_like, invisible_chars
 from tessera.parsing.validity import check_raw
 from tessera.types import Block, ParsedDocument, SourceDocument, TrustReport
@@ -100,6 +100,18 @@ def html_slice_matches(raw: bytes, byte_start: int, byte_end: int, text: str) ->
     return slice_matches(raw, byte_start, byte_end, text, page_encoding(raw))
 
 
+@dataclass(frozen=True)
+class _Page:
+    """A decoded page, its tree with hidden elements marked and text statistics summed."""
+
+    enc: Encoding
+    src: DecodedSource
+    tree: Tree
+    hidden: list[tuple[Node, int]]
+    order: list[Node]
+    deadline: Deadline
+
+
 class HtmlParser:
     name = "html"
     version = "tessera-html/10"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
@@ -138,7 +150,14 @@ class HtmlParser:
                 raise
             raise DocumentError(doc.doc_id, e.reason, str(e).split(": ", 2)[-1]) from None
 
-    def _parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
+    def parse_whole(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
+        """Every visible element's text, nothing pruned: what a thin extraction falls back to,
+        and the candidate blocks ``bench.html_hybrid`` lets other extractors choose from."""
+        page = self._prepare(doc, raw)
+        text, omap, blocks = _emit(page.src, _whole(page.tree.root, page.hidden), page.deadline, len(raw))
+        return ParsedDocument(doc.doc_id, text, tuple(blocks), omap, self.name, self.version)
+
+    def _prepare(self, doc: SourceDocument, raw: bytes) -> _Page:
         limits = self.limits
         if len(raw) > limits.max_bytes:
             raise DocumentError(doc.doc_id, "too_large", f"{len(raw)} bytes > {limits.max_bytes}")
@@ -158,17 +177,20 @@ class HtmlParser:
             if tree.root.good < 2 * good + MIN_GOOD:
                 hidden = mark_hidden(tree.root, src.text, deadline=deadline)
                 order = compute_stats(tree.root, src.text, deadline)
+        return _Page(enc, src, tree, hidden, order, deadline)
+
+    def _parse(self, doc: SourceDocument, raw: bytes) -> ParsedDocument:
+        page = self._prepare(doc, raw)
+        src, tree, deadline = page.src, page.tree, page.deadline
         visible = tree.root.text  # non-space chars of every visible element, before pruning
-        sel = select_content(tree.root, order, hidden, deadline, self.params, src.text)
+        sel = select_content(tree.root, page.order, page.hidden, deadline, self.params, src.text)
         text, omap, blocks = _emit(src, sel, deadline, len(raw), self.params)
         notes: list[str] = []
         kept = _chars(text)
         if visible >= self.params.thin_min_chars and kept < self.params.thin_ratio * visible:
             # far less than the page shows (or nothing): the whole visible text, flagged
             hidden = mark_hidden(tree.root, src.text, deadline=deadline)  # undoes the pruning
-            sel = Selection(
-                tree.root, len(hidden), sum(n for _, n in hidden), None, tuple(n for n, _ in hidden)
-            )
+            sel = _whole(tree.root, hidden)
             text, omap, blocks = _emit(src, sel, deadline, len(raw))
             notes.append(
                 f"thin_extraction: kept {100 * kept / visible:.0f}% of the visible text; "
@@ -187,7 +209,7 @@ class HtmlParser:
             offsets=omap,
             parser=self.name,
             parser_version=self.version,
-            warnings=tuple(notes + _warnings(enc, src, sel, tree.flattened, text)),
+            warnings=tuple(notes + _warnings(page.enc, src, sel, tree.flattened, text)),
             trust=TrustReport(
                 hidden_dropped=sel.hidden,
                 instructions_dropped=sum(
@@ -197,6 +219,11 @@ class HtmlParser:
                 ),
             ),
         )
+
+
+def _whole(root: Node, hidden: list[tuple[Node, int]]) -> Selection:
+    """The whole page selected, hidden elements dropped."""
+    return Selection(root, len(hidden), sum(n for _, n in hidden), None, tuple(n for n, _ in hidden))
 
 
 def _chars(text: str) -> int:
