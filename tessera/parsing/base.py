@@ -124,8 +124,8 @@ def canonical_suffix(suffix: str) -> str | None:
     """The one extension that stands for every extension of the same content type, any case
     (``.MARKDOWN`` -> ``.md``, ``.HTM`` -> ``.html``); None when no parser handles it. Access
     policies compare names by it, so a rule reaches exactly the files that are selected."""
-    content_type = parser_for_path(f"x{suffix}")
-    return None if content_type is None else _CANONICAL[content_type]
+    ext = suffix.lower()
+    return _CANONICAL[EXTENSIONS.get(ext)] if ext in EXTENSIONS else None
 
 
 def _hook(content_type: str | None, name: str) -> Callable[..., object] | None:

@@ -8,11 +8,11 @@ from typing import Any
 
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
 from tessera.parsing.base import ParserVersions
+from tessera.pipeline.alloc import collector_paused
 from tessera.pipeline.context import RunContext
 from tessera.pipeline.failures import in_scope
 from tessera.pipeline.progress import log as progress_log
 from tessera.pipeline.relabel import split_meta_only
-from tessera.pipeline.staging import LISTING
 from tessera.serde import doc_to_json
 from tessera.sources.base import Listing, Verdict
 from tessera.sources.policy import POLICY_FILE
@@ -173,6 +173,11 @@ def _policies_gone(listing: Listing, live: dict[str, DocState]) -> None:
 
 def diff(rc: RunContext) -> Diff:
     """List the source and compare it with the live table; writes nothing."""
+    with collector_paused():
+        return _diff(rc)
+
+
+def _diff(rc: RunContext) -> Diff:
     listing = _enumerate(rc)
     live = rc.index.manifest()
     _policies_gone(listing, live)
@@ -222,6 +227,11 @@ def check_sources(rc: RunContext) -> dict[str, Any]:
 
 def list_step(rc: RunContext) -> dict[str, Any]:
     """Enumerate the source, diff it against what is live, and store changed raw bytes."""
+    with collector_paused():
+        return _list_step(rc)
+
+
+def _list_step(rc: RunContext) -> dict[str, Any]:
     assert rc.connector is not None
     d = diff(rc)
     listing = d.listing
@@ -262,8 +272,7 @@ def list_step(rc: RunContext) -> dict[str, Any]:
             }
         )[:24],
     }
-    rc.write(
-        LISTING,
+    rc.write_listing(
         {
             "summary": summary,
             "documents": [doc_to_json(doc) for doc in listing.documents],
@@ -280,6 +289,7 @@ def list_step(rc: RunContext) -> dict[str, Any]:
             "emptiness_proven": listing.emptiness_proven,
             "skipped": [list(x) for x in listing.skipped],
         },
+        list(listing.documents),
     )
     progress_log.info(
         "%s list: %d documents (%d changed, %d metadata only, %d removed, %d unchanged), %s",

@@ -128,3 +128,30 @@ def test_many_small_batches_publish_the_same_rows(ws: Workspace, monkeypatch: py
     assert again["publish"]["committed"] and again["publish"]["docs_changed"] == 1, again["publish"]
     texts = {r["text"] for r in ws2.rows("acme") if r["doc_id"] == "guide/03.md"}
     assert any("Rewritten." in t for t in texts)
+
+
+def test_the_listing_a_context_wrote_reads_as_the_file_does(ws: Workspace) -> None:
+    """``write_listing`` keeps the listing decoded for the writing context; it must be what any
+    other process reads from ``listing.json``, and a rewrite by another process is re-read."""
+    import json
+
+    from tessera.pipeline.run import list_step
+    from tessera.serde import doc_from_json
+
+    ws.tenant("acme", {"a.md": "# A\n\nalpha text.\n", "hr/b.md": "# B\n\nbeta text.\n"})
+    (ws.root / "corpus" / "acme" / "hr" / "_access.yaml").write_text(
+        "documents:\n  - match: 'b.md'\n    groups: [hr]\n    effective_from: 2026-01-01\n", encoding="utf-8"
+    )
+    rc = ws.context("acme", "r1")
+    list_step(rc)
+    data, docs = rc.listing()  # kept from the write, not read back
+    fresh = ws.context("acme", "r1")
+    on_disk, disk_docs = fresh.listing()
+    assert data == on_disk and docs == disk_docs
+    assert json.loads((rc.workspace / staging.LISTING).read_text(encoding="utf-8")) == data
+    assert docs["hr/b.md"].groups == ("hr",) and docs == {
+        d["doc_id"]: doc_from_json(d) for d in data["documents"]
+    }
+    on_disk["to_parse"] = []  # another process rewrites the file: this context reads it again
+    fresh.write(staging.LISTING, on_disk)
+    assert rc.listing()[0]["to_parse"] == []
