@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,12 +108,26 @@ def _run(root: Path, execution: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run's counts with the median of every timing over the runs."""
+    seconds = {s: round(statistics.median(r["seconds"][s] for r in runs), 3) for s in STEPS}
+    total = statistics.median(r["total"] for r in runs)
+    return {
+        **runs[0],
+        "seconds": seconds,
+        "total": round(total, 3),
+        "totals": [r["total"] for r in runs],
+        "chunks_per_second": round(runs[0]["chunks"] / total, 1),
+    }
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--docs", type=int, default=2000)
     p.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--ray", action="store_true", help="also run on a local Ray cluster")
     p.add_argument("--model-texts", type=int, default=256)
+    p.add_argument("--repeats", type=int, default=3, help="runs per executor, alternated")
     p.add_argument("--phase", action="store_true")
     p.add_argument("--root")
     args = p.parse_args()
@@ -127,11 +142,14 @@ def main() -> int:
     }
     if args.ray:
         plans[f"ray_{args.workers}"] = {"executor": "ray", "workers": args.workers, "min_documents": 0}
-    for label, execution in plans.items():
-        root = base / label
-        make_project(root, args.docs)
-        runs[label] = _run(root, execution)
-        print(label, runs[label], flush=True)
+    every: dict[str, list[dict[str, Any]]] = {label: [] for label in plans}
+    for rep in range(args.repeats):  # executors alternated, so a slower stretch of a shared
+        for label, execution in plans.items():  # machine hits each of them alike
+            root = base / f"{label}-{rep}"
+            make_project(root, args.docs)
+            every[label].append(_run(root, execution))
+            print(label, rep, every[label][-1], flush=True)
+    runs = {label: _median_run(rs) for label, rs in every.items()}
     one = runs["inline"]
     speedups = {
         label: {
@@ -141,15 +159,19 @@ def main() -> int:
                 2,
             ),
             "total": round(one["total"] / r["total"], 2),
+            "total_per_repeat": [
+                round(a["total"] / b["total"], 2) for a, b in zip(every["inline"], every[label], strict=True)
+            ],
         }
         for label, r in runs.items()
         if label != "inline"
     }
-    model = model_rate(base / "inline", args.model_texts)
+    model = model_rate(base / "inline-0", args.model_texts)
     best = max(r["chunks_per_second"] for r in runs.values())
     result = {
         "documents": args.docs,
-        "runs": runs,
+        "repeats": args.repeats,
+        "runs": runs,  # per executor: median seconds of each step and of the run over the repeats
         "speedup_vs_1_worker": speedups,
         "model_cpu": model,
         "pipeline_vs_model": round(best / model["texts_per_second"], 2),
