@@ -10,6 +10,7 @@ BENCHES = [
     "bench.embed_int8",
     "bench.noop_rerun",
     "bench.incremental_cost",
+    "bench.memory_scaling",  # about 20 minutes: a 100,000-document full run
     "bench.listing_cost",
     "bench.parallel_scaling",
     "bench.many_tenants",
