@@ -3,7 +3,7 @@
 A listing builds tens of objects per document (the listing, the live manifest, the diff, the
 staged JSON). In a process that has imported LanceDB, PyArrow and pydantic, each full
 collection that those allocations trigger walks every object of the process, though a listing
-makes no reference cycles: on a 10,000-document tenant, collections were about half of a
+leaves little cyclic garbage to find: on a 10,000-document tenant, collections were about half of a
 no-op listing (1.15-1.5 s with the collector, 0.63-0.76 s without, measured in one process).
 Refcounting still frees everything a pass drops; the collector runs again when it ends.
 """

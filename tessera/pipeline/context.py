@@ -139,7 +139,7 @@ class RunContext:
     def write_listing(self, data: dict[str, Any], documents: list[SourceDocument]) -> None:
         """Write ``listing.json`` (``data["documents"]``: the documents as :func:`doc_to_json`
         gives them) and keep it decoded for this context's later steps, so a run in one process
-        does not read back what it just wrote (a quarter of a 10,000-document no-op). The
+        does not read back what it just wrote (about a fifth of a 10,000-document no-op). The
         documents are kept as they are (JSON-native already); the rest as JSON reads it back."""
         self.write(LISTING, data)
         st = (self.workspace / LISTING).stat()
