@@ -134,6 +134,17 @@ def phase(name: str, root: Path) -> dict[str, Any]:
 PHASES = ("full", "noop", "content", "acl", "noop_after")
 
 
+def run_phase(name: str, root: Path) -> dict[str, Any]:
+    """:func:`phase` in a process of its own, so it has its own peak RSS."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.incremental_cost", "--phase", name, "--root", str(root)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
 def _sequence(docs: int) -> dict[str, dict[str, Any]]:
     """One project, its phases in order, each in its own process."""
     root = Path(tempfile.mkdtemp(prefix="tessera-incr-"))
@@ -141,13 +152,7 @@ def _sequence(docs: int) -> dict[str, dict[str, Any]]:
     phases: dict[str, dict[str, Any]] = {}
     for name in PHASES:
         change(root, name, docs)
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.incremental_cost", "--phase", name, "--root", str(root)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        phases[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+        phases[name] = run_phase(name, root)
         print(name, phases[name], flush=True)
     shutil.rmtree(root, ignore_errors=True)
     return phases

@@ -18,33 +18,22 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from bench.common import write_result
-from bench.incremental_cost import make_project
+from bench.incremental_cost import make_project, run_phase
 
 TARGET = 1.5
-
-
-def _phase(name: str, root: Path) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.incremental_cost", "--phase", name, "--root", str(root)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def measure(docs: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"tessera-mem-{docs}-"))
     try:
         make_project(root, docs)
-        out = {"documents": docs, "full": _phase("full", root), "noop": _phase("noop", root)}
+        out = {"documents": docs, "full": run_phase("full", root), "noop": run_phase("noop", root)}
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(docs, out, flush=True)
