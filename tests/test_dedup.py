@@ -416,3 +416,33 @@ def test_dedupe_with_sketches_equals_dedupe_with_texts() -> None:
     assert a.near_duplicates >= 2 and a.exact_duplicates >= 2 and a.live_candidates == 1
     assert a.outcomes["s09"].group == "g-live"  # anchored to the live row's group
     assert sketch("# Guide", hasher) == Sketch(text_checksum("# Guide"), False)
+
+
+def test_spilled_columns_give_the_outcomes_of_entries(tmp_path: Any) -> None:
+    """What the run holds (columns, signatures spilled to a file, outcomes by ordinal) gives
+    exactly the outcomes of the entry API, live candidates and their groups included."""
+    from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, live_columns
+
+    cfg = DedupConfig(threshold=0.8)
+    hasher = MinHasher.of(cfg)
+    texts = [paragraph(i, words=80) for i in range(40)]
+    texts += [edit_one_word(texts[3], 40), texts[5], "# Guide", "", edit_one_word(texts[9], 60), texts[7]]
+    staged = [Entry(f"s{i:02d}", f"d{i % 9}", i, t) for i, t in enumerate(texts)]
+    live_rows = [Entry("L1", "live.md", 0, edit_one_word(texts[9], 20), True, "g-live")]
+    expected = dedupe(staged, cfg, lambda _keys: live_rows)
+
+    spill = tmp_path / "sigs.u32"
+    cols = SketchColumns(hasher, spill)
+    for i in range(0, len(staged), 7):  # batch by batch, as the chunk workers return them
+        part = staged[i : i + 7]
+        cols.add([e.doc_id for e in part], [e.position for e in part], [sketch(e.text, hasher) for e in part])
+    got = cols.close()
+    assert spill.stat().st_size == len(staged) * hasher.permutations * 4
+    live = live_columns([(e.doc_id, e.position, e.text) for e in live_rows], hasher)
+    rep = dedupe_columns(got, hasher, live, ["g-live"])
+    assert rep.exact_duplicates == expected.exact_duplicates and len(rep.near) == expected.near_duplicates
+    for i, e in enumerate(staged):
+        o = expected.outcomes[e.id]
+        assert rep.outcome(i) == (o.group, o.near_duplicate, o.bands)
+    assert rep.outcome(len(texts) - 2)[:2] == ("g-live", True)  # near the live row: its group
+    assert not SketchColumns(hasher, tmp_path / "empty.u32").close().band_keys()

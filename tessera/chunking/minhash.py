@@ -21,6 +21,8 @@ from tessera.chunking.profile import DedupConfig
 
 Signature = npt.NDArray[np.unsignedinteger[Any]]
 """MinHash minima: uint64 as computed, uint32 in a :class:`Sketch` (every value is below 2**31)."""
+Bands = npt.NDArray[np.uint64]
+"""A signature's LSH band keys as integers, one per band."""
 _PRIME = np.uint64((1 << 31) - 1)
 _SEED = 20240601
 _RECALL = 0.995
@@ -69,18 +71,30 @@ class MinHasher:
         sig: Signature = ((self._a * (x % _PRIME)[None, :] + self._b) % _PRIME).min(axis=1)
         return sig
 
-    def bands(self, sig: Signature | None) -> tuple[str, ...]:
-        """LSH band keys; two signatures sharing one key are candidates. Keys name the config."""
-        if sig is None:
-            return ()
+    @property
+    def band_count(self) -> int:
+        return self.permutations // self.rows
+
+    def band_values(self, sig: Signature) -> Bands:
+        """The LSH band keys as 64-bit integers (what a run holds per chunk, 8 bytes a band)."""
         r = self.rows
-        return tuple(
+        digests = b"".join(
             hashlib.blake2b(
                 self._salt + i.to_bytes(2, "big") + sig[i * r : (i + 1) * r].astype("<u8").tobytes(),
                 digest_size=8,
-            ).hexdigest()
-            for i in range(self.permutations // r)
+            ).digest()
+            for i in range(self.band_count)
         )
+        return np.frombuffer(digests, ">u8").astype(np.uint64)
+
+    def bands(self, sig: Signature | None) -> tuple[str, ...]:
+        """LSH band keys; two signatures sharing one key are candidates. Keys name the config."""
+        return () if sig is None else band_keys(self.band_values(sig))
+
+
+def band_keys(values: Bands) -> tuple[str, ...]:
+    """Band values as the keys stored in the ``dup_bands`` column (16 hex digits each)."""
+    return tuple(f"{int(v):016x}" for v in values)
 
 
 def jaccard(a: Signature, b: Signature) -> float:
@@ -91,12 +105,13 @@ def jaccard(a: Signature, b: Signature) -> float:
 @dataclass(frozen=True, slots=True)  # one per staged chunk: no __dict__
 class Sketch:
     """One chunk text as dedup sees it. ``signature`` (uint32 minima: every value is below the
-    31-bit prime) and ``bands`` exist only for a text long enough to be a duplicate."""
+    31-bit prime) and ``bands`` (:meth:`MinHasher.band_values`) exist only for a text long
+    enough to be a duplicate."""
 
     checksum: str
     keyed: bool
     signature: Signature | None = None
-    bands: tuple[str, ...] = ()
+    bands: Bands | None = None
 
     @property
     def key(self) -> str | None:
@@ -109,4 +124,6 @@ def sketch(text: str, hasher: MinHasher) -> Sketch:
     if key is None:
         return Sketch(text_checksum(text), False)
     sig = hasher.signature(text)
-    return Sketch(key, True, None if sig is None else sig.astype(np.uint32), hasher.bands(sig))
+    if sig is None:
+        return Sketch(key, True)
+    return Sketch(key, True, sig.astype(np.uint32), hasher.band_values(sig))

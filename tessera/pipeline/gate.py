@@ -15,6 +15,7 @@ and reported. Reading the live snapshot costs one scan of the tenant's rows (vec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from statistics import mean
 from typing import Any
@@ -119,14 +120,16 @@ def _recall(
     return 100 * mean(scores)
 
 
-def quality_gate(rc: RunContext, scope: set[str], staged: list[Chunk]) -> GateResult:
+def quality_gate(rc: RunContext, scope: set[str], load_staged: Callable[[], list[Chunk]]) -> GateResult:
     """Score the candidate against the published snapshot.
 
-    ``scope``: documents the run replaces or removes; ``staged``: the run's chunks, in the
-    order of ``vectors.npy`` in the run workspace."""
+    ``scope``: documents the run replaces or removes; ``load_staged``: the run's chunks, in the
+    order of ``vectors.npy`` in the run workspace, read only when golden questions are
+    configured (every staged chunk in memory: 1.2 GB at 400,000 chunks)."""
     q = rc.config.tenant(rc.tenant).quality
     if q is None:
         return GateResult("skipped", "no golden questions configured")
+    staged = load_staged()
     listing = rc.listing()[0]
     current = {d["doc_id"]: d["revision"] for d in listing["documents"]}
     try:

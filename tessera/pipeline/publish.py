@@ -56,7 +56,11 @@ def gate_step(rc: RunContext) -> GateResult:
     if done.exists():  # already decided for this staged version (the Dagster check ran it)
         return GateResult(**rc.read(QUALITY_GATE))
     scope = candidate_scope(rc)
-    result = quality_gate(rc, scope, staged_chunks(rc)) if scope else GateResult("skipped", "nothing changes")
+    result = (
+        quality_gate(rc, scope, lambda: staged_chunks(rc))
+        if scope
+        else GateResult("skipped", "nothing changes")
+    )
     rc.write(QUALITY_GATE, result.as_dict())
     return result
 

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from tessera.chunking.dedup import Entry, dedupe
+from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, live_columns
+from tessera.chunking.minhash import MinHasher
 from tessera.chunking.probes import sentence_probes
 from tessera.embedding.batching import EmbedStats
+from tessera.errors import InternalError
 from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.executors import InlineExecutor, batches, executor_for
@@ -118,14 +120,18 @@ def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator
 def chunk_step(rc: RunContext) -> dict[str, Any]:
     """Chunk the parsed documents, then mark duplicates against the run and the live rows.
 
-    Chunks are staged batch by batch (``chunks.parquet``); only what dedup compares (id,
-    document, position and the worker's sketch: checksum, MinHash signature, band keys; not
-    the text) is held for the whole run, then the marks are applied in a second streamed pass."""
+    Chunks are staged batch by batch (``chunks.parquet``); only what dedup compares (document,
+    position and the worker's sketch: checksum and band keys, about 110 bytes a chunk, with
+    the MinHash signatures spilled to the workspace; not the text or the id) is held for the
+    whole run, then the marks are applied in a second streamed pass, by chunk order."""
     data, docs = listed_documents(rc)
     report = rc.read(PARSE_REPORT)
     outcomes, executor = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
     unmarked = rc.workspace / f".unmarked.{CHUNKS}"
-    entries: list[Entry] = []
+    dd = rc.config.chunking.dedup
+    hasher = MinHasher.of(dd)
+    spill = rc.workspace / ".signatures.u32"
+    sketches = SketchColumns(hasher, spill)
     quarantined: list[dict[str, str]] = []
     stats = rc.chunk_context.stats
     worker_rss = 0.0
@@ -134,34 +140,25 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         for out in outcomes:
             progress.add(len(out.chunks))
             w.write(chunk_batch(out.chunks, [("", ())] * len(out.chunks)))
-            # the worker's sketch, not the text: a few hundred bytes per chunk for the whole run
-            entries.extend(
-                Entry(c.id, c.doc_id, c.position, "", sketch=k)
-                for c, k in zip(out.chunks, out.sketches, strict=True)
-            )
+            # the worker's sketch as a row of columns, not the text (dedup_columns)
+            sketches.add([c.doc_id for c in out.chunks], [c.position for c in out.chunks], out.sketches)
             quarantined.extend(asdict(q) for q in out.quarantined)
             for name in ("sentences_embedded", "embed_tokens", "text_tokens", "indexed_tokens"):
                 setattr(stats, name, getattr(stats, name) + getattr(out.stats, name))
             worker_rss = max(worker_rss, out.peak_rss_mb)
-    dd = rc.config.chunking.dedup
+    staged = sketches.close()
     replaced = (set(report["parsed"]) - {q["doc_id"] for q in quarantined}) | set(data["removed"])
 
     # a rebuild (new profile or model, every document changed) replaces every live document:
     # no live row can be a candidate, so the band lookup is skipped
     live_docs = data["deletion"]["live_documents"]
     every_live_replaced = len(set(data.get("old_chunks", {})) & replaced) >= live_docs
-
     table = None if every_live_replaced else rc.index.table()
-
-    def live(keys: set[str]) -> list[Entry]:  # rows of other documents sharing a band key
-        rows = band_candidates(table, keys, replaced)
-        return [
-            Entry(r["id"], r["doc_id"], r["position"], r["text"] or "", True, r["dup_group"]) for r in rows
-        ]
-
-    dups = dedupe(entries, dd, None if table is None else live)
-    with_chunks = {e.doc_id for e in entries}
-    del entries
+    rows = [] if table is None else band_candidates(table, staged.band_keys(), replaced)
+    live = live_columns([(r["doc_id"], r["position"], r["text"] or "") for r in rows], hasher)
+    dups = dedupe_columns(staged, hasher, live if rows else None, [r["dup_group"] for r in rows])
+    with_chunks = set(staged.docs)
+    del staged
     mark = ("near_duplicate", "linked_duplicate") if dd.near_duplicates == "drop" else ("near_duplicate",)
     flags: Counter[str] = Counter()
     tokens = {"n": 0, "sum": 0, "max": 0}
@@ -169,15 +166,18 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         for batch in read_batches(unmarked):
             marked, dedup = [], []
             for c in chunks_of(batch)[0]:
-                dup = dups.outcomes[c.id]
-                if dup.near_duplicate:
+                group, near, bands = dups.outcome(tokens["n"])  # the same order as written
+                if near:
                     c = replace(c, flags=tuple(dict.fromkeys(c.flags + mark)))
                 marked.append(c)
-                dedup.append((dup.group, dup.bands))
+                dedup.append((group, bands))
                 flags.update(f.split(":", 1)[0] for f in c.flags)  # "rows:3-9", "part:2/5" count by name
                 tokens["n"], tokens["sum"] = tokens["n"] + 1, tokens["sum"] + c.token_count
                 tokens["max"] = max(tokens["max"], c.token_count)
             w.write(chunk_batch(marked, dedup))
+    if tokens["n"] != len(sketches):
+        raise InternalError(f"read back {tokens['n']} staged chunks of {len(sketches)} written")
+    spill.unlink(missing_ok=True)
     unmarked.unlink()
     # never silent: a document that yields no chunk is named (and counts as lost for the deletion guard)
     empty = sorted(set(report["parsed"]) - {q["doc_id"] for q in quarantined} - with_chunks)
@@ -195,7 +195,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         "mean_tokens": round(tokens["sum"] / tokens["n"], 1) if tokens["n"] else 0.0,
         "flags": dict(flags),
         "exact_duplicates": dups.exact_duplicates,
-        "near_duplicates": dups.near_duplicates,
+        "near_duplicates": len(dups.near),
         "dedup_live_candidates": dups.live_candidates,
         "strategy": rc.config.chunking.strategy,
         "executor": executor,

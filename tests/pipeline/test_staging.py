@@ -4,6 +4,7 @@ exactly the rows of a run staged in one."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,33 @@ def test_the_listing_a_context_wrote_reads_as_the_file_does(ws: Workspace) -> No
     on_disk["to_parse"] = []  # another process rewrites the file: this context reads it again
     fresh.write(staging.LISTING, on_disk)
     assert rc.listing()[0]["to_parse"] == []
+
+
+def test_chunk_writer_gathers_small_batches_into_few_row_groups(tmp_path: Path) -> None:
+    """A row group per 16-document task made the writer's metadata grow with the corpus;
+    batches are gathered into row groups of about BATCH_ROWS rows, every row kept in order."""
+    import pyarrow.parquet as pq
+
+    from tessera.pipeline.staging import BATCH_ROWS, ChunkWriter, chunk_batch, chunks_of, read_batches
+
+    base = Chunk(
+        id="", tenant="acme", doc_id="d.md", revision="r", start=0, end=4, text="text",
+        embedding_text="text", byte_start=0, byte_end=4, heading_path=(), anchor="", position=0,
+        parent_id="", prev_id="", next_id="", token_count=1, kind="text", flags=(),
+        chunking_config_hash="h", chunker_version="v", parser_version="p", tokenizer_version="t",
+    )  # fmt: skip
+    chunks = [replace(base, id=f"{i:064x}", position=i) for i in range(3 * BATCH_ROWS + 10)]
+    path = tmp_path / "chunks.parquet"
+    with ChunkWriter(path) as w:
+        for i in range(0, len(chunks), 64):
+            w.write(chunk_batch(chunks[i : i + 64], [("g", ("b",))] * len(chunks[i : i + 64])))
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_rows == len(chunks) and meta.num_row_groups <= 4
+    got = [c for b in read_batches(path) for c in chunks_of(b)[0]]
+    assert [c.id for c in got] == [c.id for c in chunks]
+    # a writer that fails leaves no file, even with rows still gathered
+    bad = tmp_path / "bad.parquet"
+    with pytest.raises(RuntimeError), ChunkWriter(bad) as w:
+        w.write(chunk_batch(chunks[:5], [("g", ())] * 5))
+        raise RuntimeError("worker died")
+    assert not bad.exists() and not list(tmp_path.glob(".bad*"))

@@ -1,0 +1,76 @@
+"""A publish whose documents have no live rows is a streamed append (one commit): rows are not
+duplicated by a retry after it committed, and documents with live rows still merge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tessera.store.db import connect
+from tessera.store.index import TenantIndex
+from tessera.store.schema import chunk_schema
+
+
+def _rows(doc_id: str, n: int, checksum: str = "c") -> pa.Table:
+    rows = []
+    for i in range(n):
+        row: dict[str, Any] = {f.name: None for f in chunk_schema(4)}
+        row.update(
+            id=f"{doc_id}-{i}", tenant="acme", doc_id=doc_id, revision="r", checksum=f"{checksum}{i}",
+            meta_hash="m", vector=[float(i), 0.0, 0.0, 1.0], text=f"{doc_id} {checksum} {i}",
+        )  # fmt: skip
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=chunk_schema(4))
+
+
+def _ids(index: TenantIndex) -> list[str]:
+    table = index.table()
+    assert table is not None
+    return sorted(table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
+
+
+def test_new_documents_are_appended_in_one_commit_and_live_ones_merged(tmp_path: Any) -> None:
+    index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
+    first = index.publish(_rows("a.md", 3), {"a.md"}, "r1", "h")
+    assert (first.inserted, first.updated, first.deleted) == (3, 0, 0)
+    # a new document beside a live one: appended, the live one untouched, one commit
+    second = index.publish(_rows("b.md", 2), {"b.md"}, "r2", "h")
+    assert (second.inserted, second.updated, second.deleted) == (2, 0, 0)
+    assert _ids(index) == ["a.md-0", "a.md-1", "a.md-2", "b.md-0", "b.md-1"]
+    # a live document changes: merged (one row updated, one deleted), never appended twice
+    third = index.publish(_rows("a.md", 2, checksum="new"), {"a.md"}, "r3", "h")
+    assert (third.inserted, third.updated, third.deleted) == (0, 2, 1)
+    assert _ids(index) == ["a.md-0", "a.md-1", "b.md-0", "b.md-1"]
+    # a live document and a new one in the same run: the merge takes both
+    fourth = index.publish(
+        pa.concat_tables([_rows("b.md", 1), _rows("c.md", 1)]), {"b.md", "c.md"}, "r4", "h"
+    )
+    assert (fourth.inserted, fourth.deleted) == (1, 1)
+    assert _ids(index) == ["a.md-0", "a.md-1", "b.md-0", "c.md-0"]
+
+
+def test_a_retry_after_an_append_that_committed_adds_nothing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store throttles the reply of an append that went through: the retry sees the rows
+    (so it merges, and every checksum matches) instead of appending a second copy."""
+    index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
+    index.publish(_rows("a.md", 1), {"a.md"}, "r1", "h")
+    table_type = type(index.table())
+    real_add = table_type.add
+    calls: list[int] = []
+
+    def add_then_throttle(self: Any, data: Any, *a: Any, **k: Any) -> Any:
+        out = real_add(self, data, *a, **k)
+        if isinstance(data, pa.RecordBatchReader):  # the chunks, not the publications log
+            calls.append(1)
+            if len(calls) == 1:
+                raise OSError("503 Service Unavailable <Code>SlowDown</Code>")
+        return out
+
+    monkeypatch.setattr(table_type, "add", add_then_throttle)
+    result = index.publish(_rows("b.md", 3), {"b.md"}, "r2", "h")
+    assert result.committed and len(calls) == 1  # the second attempt merged instead
+    assert _ids(index) == ["a.md-0", "b.md-0", "b.md-1", "b.md-2"]
