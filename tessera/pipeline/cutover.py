@@ -38,7 +38,7 @@ def cutover_step(rc: RunContext, problems: list[str], serving: Sequence[Embedder
         return {**out, "reason": "already active"}
     if problems:
         return {**out, "reason": f"checks failed: {problems[:3]}"}
-    listed = {d["doc_id"] for d in rc.listing()[0]["documents"]}
+    listed = set(rc.listing()[1])
     built = set(rc.index.manifest())
     served = _documents(rc, current.model_key) if current is not None else set()
     missing = sorted((listed & served) - built)  # documents the active model serves and the new one lacks

@@ -305,11 +305,10 @@ def guard_status(rc: RunContext, new_chunks: dict[str, int] | None = None) -> di
     Without ``new_chunks`` (the listing check, before parsing) only removed documents and
     zero-byte revisions count; the publish step passes each replaced document's new chunk
     count, so emptied and gutted documents count as well."""
-    data = rc.listing()[0]
+    data, docs = rc.listing()
     old = data.get("old_chunks", {})
     if new_chunks is None:
-        sizes = {d["doc_id"]: d.get("size", 1) for d in data["documents"]}
-        new_chunks = {d: 0 for d in data["to_parse"] if sizes.get(d) == 0}
+        new_chunks = {d: 0 for d in data["to_parse"] if d in docs and docs[d].size == 0}
     loss = content_loss(data["removed"], set(data.get("moved", [])), old, new_chunks)
     live = data["deletion"]["live_documents"]
     return deletion_plan(rc, loss, live, data.get("empty", False), data.get("emptiness_proven", True))
