@@ -156,7 +156,7 @@ def read_batches(
     path: Path, columns: Sequence[str] | None = None, batch_rows: int | None = None
 ) -> Iterator[pa.RecordBatch]:
     """The staged chunks in staging order, ``batch_rows`` (default :data:`BATCH_ROWS`) at a time."""
-    f = pq.ParquetFile(_require(path))
+    f = pq.ParquetFile(_require(path), pre_buffer=False)  # pre-buffering kept every row group it read
     size = batch_rows or BATCH_ROWS
     yield from f.iter_batches(batch_size=size, columns=list(columns) if columns else None)
 
