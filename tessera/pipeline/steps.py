@@ -121,7 +121,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     """Chunk the parsed documents, then mark duplicates against the run and the live rows.
 
     Chunks are staged batch by batch (``chunks.parquet``); only what dedup compares (document,
-    position and the worker's sketch: checksum and band keys, about 110 bytes a chunk, with
+    position and the worker's sketch: checksum and band keys, about 120 bytes a chunk, with
     the MinHash signatures spilled to the workspace; not the text or the id) is held for the
     whole run, then the marks are applied in a second streamed pass, by chunk order."""
     data, docs = listed_documents(rc)
