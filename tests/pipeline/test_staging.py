@@ -159,6 +159,15 @@ def test_the_listing_a_context_wrote_reads_as_the_file_does(ws: Workspace) -> No
     assert rc.listing()[0]["to_parse"] == []
 
 
+PLAIN = Chunk(
+    id="", tenant="acme", doc_id="d.md", revision="r", start=0, end=4, text="text",
+    embedding_text="text", byte_start=0, byte_end=4, heading_path=(), anchor="", position=0,
+    parent_id="", prev_id="", next_id="", token_count=1, kind="text", flags=(),
+    chunking_config_hash="h", chunker_version="v", parser_version="p", tokenizer_version="t",
+)  # fmt: skip
+"""A chunk to vary with ``dataclasses.replace`` where only the rows' count and order matter."""
+
+
 def test_chunk_writer_gathers_small_batches_into_few_row_groups(tmp_path: Path) -> None:
     """A row group per 16-document task made the writer's metadata grow with the corpus;
     batches are gathered into row groups of about BATCH_ROWS rows, every row kept in order."""
@@ -166,13 +175,7 @@ def test_chunk_writer_gathers_small_batches_into_few_row_groups(tmp_path: Path) 
 
     from tessera.pipeline.staging import BATCH_ROWS, ChunkWriter, chunk_batch, chunks_of, read_batches
 
-    base = Chunk(
-        id="", tenant="acme", doc_id="d.md", revision="r", start=0, end=4, text="text",
-        embedding_text="text", byte_start=0, byte_end=4, heading_path=(), anchor="", position=0,
-        parent_id="", prev_id="", next_id="", token_count=1, kind="text", flags=(),
-        chunking_config_hash="h", chunker_version="v", parser_version="p", tokenizer_version="t",
-    )  # fmt: skip
-    chunks = [replace(base, id=f"{i:064x}", position=i) for i in range(3 * BATCH_ROWS + 10)]
+    chunks = [replace(PLAIN, id=f"{i:064x}", position=i) for i in range(3 * BATCH_ROWS + 10)]
     path = tmp_path / "chunks.parquet"
     with ChunkWriter(path) as w:
         for i in range(0, len(chunks), 64):
@@ -194,18 +197,12 @@ def test_reading_staged_chunks_holds_one_row_group_not_the_file(tmp_path: Path) 
     400,000 chunks); the staged batches are read without it."""
     from tessera.pipeline.staging import BATCH_ROWS, ChunkWriter, chunk_batch, read_batches
 
-    base = Chunk(
-        id="", tenant="acme", doc_id="d.md", revision="r", start=0, end=4, text="",
-        embedding_text="", byte_start=0, byte_end=4, heading_path=(), anchor="", position=0,
-        parent_id="", prev_id="", next_id="", token_count=1, kind="text", flags=(),
-        chunking_config_hash="h", chunker_version="v", parser_version="p", tokenizer_version="t",
-    )  # fmt: skip
     path = tmp_path / "chunks.parquet"
     groups, rng = 8, random.Random(7)  # incompressible text: the file is as large as its rows
     with ChunkWriter(path) as w:
         for g in range(groups):
             part = [
-                replace(base, id=f"{g:08x}{i:056x}", text=rng.randbytes(600).hex(), embedding_text=str(i))
+                replace(PLAIN, id=f"{g:08x}{i:056x}", text=rng.randbytes(600).hex(), embedding_text=str(i))
                 for i in range(BATCH_ROWS)
             ]
             w.write(chunk_batch(part, [("g", ())] * len(part)))
