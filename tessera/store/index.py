@@ -233,11 +233,30 @@ class TenantIndex:
         return tag
 
     def _refresh_indexes(self, table: Any) -> None:
-        """Indexes are part of the published version; a failure names the live version."""
+        """Indexes are part of the published version; a failure names the live version. A
+        throttled store is retried (a build is idempotent: a missing index is built, a present
+        one updated); one that keeps throttling is a retryable :class:`TransientStoreError`
+        (`tessera doctor` reports what is left unindexed; the next commit builds it)."""
+
+        def attempt() -> dict[str, str]:
+            try:
+                return ensure_indexes(table)
+            except PublishError as e:
+                if e.__cause__ is not None and is_transient_store_error(e.__cause__):
+                    raise e.__cause__ from e  # retried below
+                raise
+
         try:
-            self.last_indexes = ensure_indexes(table)
+            self.last_indexes = retrying(attempt)
         except PublishError as e:
             raise PublishError(f"version {table.version} of {self.name} is live, but {e}") from e
+        except Exception as e:
+            if is_transient_store_error(e):
+                raise TransientStoreError(
+                    f"version {table.version} of {self.name} is live, but building its indexes failed "
+                    f"after {COMMIT_ATTEMPTS} attempts, the store is throttling (retry the run): {e}"
+                ) from e
+            raise
 
     def _record(self, table: Any, kind: str, result: PublishResult, run_id: str, config_hash: str) -> None:
         """Tag and log a commit; a failure here names the version that is already live."""
@@ -245,7 +264,8 @@ class TenantIndex:
             table.tags.create(result.tag, result.version)
             self._log(kind, result, run_id, config_hash, int(table.count_rows()))
         except Exception as e:
-            raise PublishError(
+            error = TransientStoreError if is_transient_store_error(e) else PublishError
+            raise error(
                 f"version {result.version} of {self.name} is live, but tagging or logging it failed: {e}"
             ) from e
 

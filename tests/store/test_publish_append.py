@@ -74,3 +74,42 @@ def test_a_retry_after_an_append_that_committed_adds_nothing(
     result = index.publish(_rows("b.md", 3), {"b.md"}, "r2", "h")
     assert result.committed and len(calls) == 1  # the second attempt merged instead
     assert _ids(index) == ["a.md-0", "b.md-0", "b.md-1", "b.md-2"]
+
+
+def test_indexes_throttled_after_the_commit_are_retried_then_typed(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the throttled-store contention test: a 503 while building indexes after the
+    commit ended the run with an untyped PublishError. It is retried, and a store that keeps
+    throttling is a retryable TransientStoreError naming the live version."""
+    import tessera.store.index as index_module
+    from tessera.errors import PublishError, TransientStoreError
+    from tessera.store.indexes import ensure_indexes
+    from tessera.store.retry import retrying
+
+    monkeypatch.setattr(index_module, "retrying", lambda fn: retrying(fn, sleep=lambda _s: None))
+    failures = [2]
+
+    def throttled(table: Any) -> dict[str, str]:
+        if failures[0] > 0:
+            failures[0] -= 1
+            raise PublishError("building indexes failed") from OSError("503 Service Unavailable SlowDown")
+        return ensure_indexes(table)
+
+    monkeypatch.setattr(index_module, "ensure_indexes", throttled)
+    index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
+    assert index.publish(_rows("a.md", 2), {"a.md"}, "r1", "h").committed  # third attempt built them
+    assert failures == [0] and index.last_indexes
+
+    failures[0] = 99
+    with pytest.raises(TransientStoreError, match="is live, but building its indexes failed"):
+        index.publish(_rows("b.md", 1), {"b.md"}, "r2", "h")
+    assert _ids(index) == ["a.md-0", "a.md-1", "b.md-0"]  # the commit stands
+
+    def broken(table: Any) -> dict[str, str]:
+        raise PublishError("building indexes failed") from ValueError("Schema error: no such column")
+
+    monkeypatch.setattr(index_module, "ensure_indexes", broken)  # not transient: raised at once
+    with pytest.raises(PublishError, match="is live, but building indexes failed") as err:
+        index.publish(_rows("c.md", 1), {"c.md"}, "r3", "h")
+    assert not isinstance(err.value, TransientStoreError)
