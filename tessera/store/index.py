@@ -243,7 +243,7 @@ class TenantIndex:
                 return ensure_indexes(table)
             except PublishError as e:
                 if e.__cause__ is not None and is_transient_store_error(e.__cause__):
-                    raise e.__cause__ from e  # retried below
+                    raise e.__cause__ from None  # the store's own error, retried below (no cycle)
                 raise
 
         try:
