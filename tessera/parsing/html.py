@@ -114,7 +114,7 @@ class _Page:
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/10"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
+    version = "tessera-html/11"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
     # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells); 5: thin
     # extractions fall back to the visible text, whitespace-only lines dropped, boilerplate guards,
     # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``); 6: a
@@ -128,7 +128,8 @@ class HtmlParser:
     # dialogs, widget words run together with a container noun (``jp-relatedposts``), ``cta``
     # blocks, a block under a short heading that names a widget ("Related"), a short line of
     # ``<time>`` marks that reads as prose above the first paragraph, and a ``<div>`` of inline
-    # prose beside the scored container joins it like a ``<p>``
+    # prose beside the scored container joins it like a ``<p>``; 11: a list is never the scored
+    # container (a paper's reference list outscored its abstract), an author box is a widget
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None, params: ContentParams | None = None) -> None:

@@ -75,11 +75,12 @@ container scoring (:mod:`html_score`) weighs only :data:`BOILER_WORDS`."""
 WIDGET_WORDS = words(
     "comment comments disqus review reviews customerreviews related recommended recommendations "
     "sidebar social socials share sharing newsletter subscribe subscription signup sponsor sponsored "
-    "advert advertisement ads outbrain taboola paywall gallery cta"
+    "advert advertisement ads outbrain taboola paywall gallery cta author authors bio"
 )
 """Boilerplate words that name other content than the page's own (comments, reviews, related
-links, ads), not a presentation (``modal``, ``banner``, ``nav``, ``author``): a class with one
-is pruned even when it reads as prose, unless the element is one of a series."""
+links, ads, the author's biography box), not a presentation (``modal``, ``banner``, ``nav``): a
+class with one is pruned even when it reads as prose, unless the element is one of a series
+(each post's ``post-author``) or holds the page's prose (a profile page)."""
 COMPOUND_NOUNS = words(
     "posts articles stories links items list box widget area section container wrapper block"
 )

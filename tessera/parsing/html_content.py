@@ -135,7 +135,10 @@ def _scored(
 ) -> Node:
     """The readability-style container, where ``params.scored`` says to take it."""
     sc = score_tree(root, order, src, params.sibling_share, deadline)
-    if sc is None:
+    if sc is None or sc.container.tag in ("ol", "ul", "dl"):
+        # a list of comma-rich items (a paper's references) can outscore the prose beside it;
+        # readability weighs lists down but still takes one that wins. The density container,
+        # which holds the list, keeps the rest (the abstract above the references).
         return container
     if params.scored == "inside" and not (sc.container is container or _within(sc.container, container)):
         return container
