@@ -27,26 +27,12 @@ from typing import Any
 
 from bench.common import ROOT, write_result
 from tessera.evaluation.html_metrics import bag_prf, mean, word_tokens, ws_tokens
-from tessera.evaluation.html_sets import TextNodes, load_pages
+from tessera.evaluation.html_sets import html_block_text, load_pages
 from tessera.evaluation.html_tessera import eval_doc
 from tessera.parsing.html import HtmlParser
-from tessera.parsing.html_text import words
 
 DATA = ROOT.parent / "shared" / "data" / "html" / "mozilla_readability_test_pages"
-BREAKS = words(
-    "address article aside blockquote br caption dd details dialog div dl dt fieldset figcaption "
-    "figure footer form h1 h2 h3 h4 h5 h6 header hr img li main nav ol p pre section summary table "
-    "tbody td tfoot th thead tr ul"
-)
 _TABLE_MARK = re.compile(r"^[|\-:]+$")
-
-
-def block_text(markup: str) -> str:
-    """Text nodes in order, inline ones run together, a space at block boundaries."""
-    p = TextNodes(BREAKS)
-    p.feed(markup)
-    p.close()
-    return " ".join("".join(p.parts).split())
 
 
 def _f1(pred: list[str], gold: str) -> float:
@@ -67,13 +53,13 @@ def measure(data: Path) -> dict[str, Any]:
             " ".join(" ".join(lxml.html.fromstring(summary).itertext()).split()) if summary.strip() else ""
         )
         gold_ws = page.gold or ""
-        gold_block = block_text((root / page.page_id / "expected.html").read_text(encoding="utf-8"))
+        gold_block = html_block_text((root / page.page_id / "expected.html").read_text(encoding="utf-8"))
         tokens = ws_tokens(text)
         scores = {
             "tessera_ws": _f1(tokens, gold_ws),
             "readability_ws": _f1(ws_tokens(spaced), gold_ws),
             "tessera_block": _f1(tokens, gold_block),
-            "readability_block": _f1(ws_tokens(block_text(summary)), gold_block),
+            "readability_block": _f1(ws_tokens(html_block_text(summary)), gold_block),
             "tessera_ws_no_table_marks": _f1([t for t in tokens if not _TABLE_MARK.match(t)], gold_ws),
             "tessera_word": bag_prf(word_tokens(text), word_tokens(gold_ws)).f1,
             "readability_word": bag_prf(word_tokens(spaced), word_tokens(gold_ws)).f1,

@@ -10,6 +10,14 @@ text (:func:`~tessera.parsing.html.html_slice_matches`) and counts violations; c
 that came out empty with no warning ("silently empty", the target is 0); and times every
 extractor. Writes ``report.json`` and ``worst_pages.md`` to ``--out``.
 
+On a set whose gold joins every text node with a space (Mozilla's; ``NODE_GOLD_SETS``),
+Tessera is scored twice: ``tessera``, its own text (inline elements run together, as a browser
+shows them), and ``tessera_nodes``, the same selection rendered as the gold and the
+readability-lxml peer's output are (:func:`~tessera.evaluation.html_tessera.nodes_text`).
+readability-lxml, whose output is markup, is scored both ways too: ``readability`` (nodes) and
+``readability_text`` (as a browser shows it). trafilatura's output has already merged inline
+elements, so it has only its own text.
+
 Usage: ``python -m tessera.evaluation.html_eval [DATA_DIR] [--set S] [--out DIR] [--no-peers]
 [--json]``.
 """
@@ -26,7 +34,7 @@ from tessera.evaluation.html_metrics import normalize
 from tessera.evaluation.html_peers import Peer, available_peers
 from tessera.evaluation.html_report import format_table, summarize, worst_pages_md
 from tessera.evaluation.html_scoring import score_text
-from tessera.evaluation.html_sets import EvalPage, load_pages
+from tessera.evaluation.html_sets import NODE_GOLD_SETS, EvalPage, load_pages
 from tessera.evaluation.html_tessera import Checker, run_tessera
 
 __all__ = ["evaluate_html", "evaluate_pages", "main", "normalize", "score_page", "totals"]
@@ -64,7 +72,7 @@ def evaluate_pages(
     peers = available_peers() if peers is None else peers
     checker = checker or Checker.default()
     rows: list[dict[str, Any]] = []
-    seconds: dict[str, float] = {"tessera": 0.0, **{p.name: 0.0 for p in peers}}
+    seconds: dict[str, float] = {"tessera": 0.0, **{p.name: 0.0 for p in peers if p.timed}}
     failures: dict[str, int] = {p.name: 0 for p in peers}
     for page in pages:
         out = run_tessera(page, checker)
@@ -83,6 +91,8 @@ def evaluate_pages(
             "violation_examples": list(out.examples),
             "scores": {"tessera": score_text(page, out.text)},
         }
+        if page.set_name in NODE_GOLD_SETS:
+            row["scores"]["tessera_nodes"] = score_text(page, out.nodes)
         for peer in peers:
             t0 = time.perf_counter()
             try:
@@ -90,7 +100,8 @@ def evaluate_pages(
             except Exception:  # a competitor's failure is scored as empty, and counted
                 text = ""
                 failures[peer.name] += 1
-            seconds[peer.name] += time.perf_counter() - t0
+            if peer.timed:
+                seconds[peer.name] += time.perf_counter() - t0
             row["scores"][peer.name] = score_text(page, text)
         rows.append(row)
     size = sum(len(p.raw) for p in pages)
@@ -98,7 +109,9 @@ def evaluate_pages(
         name: {"seconds": round(s, 3), "mb_per_s": round(size / 1e6 / max(s, 1e-9), 2)}
         for name, s in seconds.items()
     }
-    report = summarize(rows, ["tessera", *(p.name for p in peers)])
+    nodes = ["tessera_nodes"] if any(p.set_name in NODE_GOLD_SETS for p in pages) else []
+    kinds = {"tessera_nodes": "nodes", **{p.name: p.rendering for p in peers}}
+    report = summarize(rows, ["tessera", *nodes, *(p.name for p in peers)], kinds)
     report["speed"] = speed
     if "trafilatura" in seconds:
         report["speed_vs_trafilatura"] = round(seconds["trafilatura"] / max(seconds["tessera"], 1e-9), 2)

@@ -12,12 +12,18 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tessera.evaluation.html_sets import html_block_text, html_text_nodes
+
 
 @dataclass(frozen=True)
 class Peer:
     name: str
     version: str
     extract: Callable[[bytes], str]
+    timed: bool = True
+    """False: a second rendering of another peer's work, whose time is that peer's."""
+    rendering: str = "text"
+    """``text``: as a browser shows it; ``nodes``: a space between all text nodes."""
 
 
 def _version(dist: str) -> str | None:
@@ -37,15 +43,34 @@ def _trafilatura(include_comments: bool) -> Callable[[bytes], str]:
     return run
 
 
-def _readability(raw: bytes) -> str:
-    import lxml.html
-    from readability import Document
+def _readability_renderings() -> tuple[Callable[[bytes], str], Callable[[bytes], str]]:
+    """readability-lxml's article, rendered two ways from one ``summary()`` per page:
 
-    summary = Document(raw).summary(html_partial=True)
-    if not summary.strip():
-        return ""
-    tree = lxml.html.fromstring(summary)
-    return " ".join(" ".join(tree.itertext()).split())
+    - ``readability``: every text node with a space between nodes, as the Mozilla set's gold
+      is rendered from Readability.js's output (and as this peer has always been scored);
+    - ``readability_text``: as a browser shows it, a space only at block boundaries
+      (:func:`~tessera.evaluation.html_sets.html_block_text`), the way Tessera's and
+      trafilatura's own texts read.
+
+    The second reuses the summary the first made for the same page (the pages are scored in
+    turn), so it is not timed."""
+    last: dict[str, object] = {}
+
+    def summary(raw: bytes) -> str:
+        if last.get("raw") is not raw:
+            from readability import Document
+
+            last.clear()
+            last["raw"], last["summary"] = raw, Document(raw).summary(html_partial=True)
+        return str(last["summary"])
+
+    def nodes(raw: bytes) -> str:
+        return html_text_nodes(summary(raw))
+
+    def text(raw: bytes) -> str:
+        return html_block_text(summary(raw))
+
+    return nodes, text
 
 
 def _resiliparse(raw: bytes) -> str:
@@ -63,7 +88,9 @@ def available_peers() -> list[Peer]:
         peers.append(Peer("trafilatura_no_comments", traf, _trafilatura(False)))
     read = _version("readability-lxml")
     if read and importlib.util.find_spec("readability") is not None:
-        peers.append(Peer("readability", read, _readability))
+        nodes, text = _readability_renderings()
+        peers.append(Peer("readability", read, nodes, rendering="nodes"))
+        peers.append(Peer("readability_text", read, text, timed=False))
     res = _version("resiliparse")
     if res and importlib.util.find_spec("resiliparse") is not None:
         peers.append(Peer("resiliparse", res, _resiliparse))

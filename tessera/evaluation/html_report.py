@@ -42,21 +42,37 @@ def _agg(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return out
 
 
-def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+def summarize(
+    rows: list[dict[str, Any]], names: list[str], renderings: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Per type and overall scores of every extractor in ``names``. ``renderings`` names how
+    each one's text is rendered (``text``: as a browser shows it; ``nodes``: a space between
+    all text nodes, the Mozilla gold's convention); ``like_for_like`` compares each Tessera
+    rendering only with the peers rendered the same way. Unlisted names are ``text``."""
+    kinds = renderings or {}
     types = sorted({r["type"] for r in rows})
     by_type = {t: {n: _agg([r for r in rows if r["type"] == t], n) for n in names} for t in types}
-    gaps = {}
+    gaps: dict[str, float] = {}
+    like: dict[str, dict[str, float]] = {}
     for t, scores in by_type.items():
-        peers = [v["f1"] for n, v in scores.items() if n != "tessera"]
-        if peers:
-            gaps[t] = round(scores["tessera"]["f1"] - max(peers), 4)
+        peers = {n: v["f1"] for n, v in scores.items() if not n.startswith("tessera")}
+        if not peers:
+            continue
+        gaps[t] = round(scores["tessera"]["f1"] - max(peers.values()), 4)
+        for n in (n for n in names if n.startswith("tessera")):
+            kind = kinds.get(n, "text")
+            same = [f for p, f in peers.items() if kinds.get(p, "text") == kind]
+            if same:
+                like.setdefault(t, {})[kind] = round(scores[n]["f1"] - max(same), 4)
     return {
         "set": rows[0]["set"] if rows else "",
         "pages": len(rows),
         "extractors": names,
+        "renderings": {n: kinds.get(n, "text") for n in names},
         "overall": {n: _agg(rows, n) for n in names},
         "by_type": by_type,
         "tessera_minus_best_peer": gaps,
+        "like_for_like": like,
         "offsets": {
             "blocks_checked": sum(r["blocks_checked"] for r in rows),
             "chunks_checked": sum(r["chunks_checked"] for r in rows),
@@ -111,6 +127,9 @@ def format_table(report: dict[str, Any], n: int = 15) -> str:
         f"{off['chunks_checked']} chunks; silently empty: {len(report['silently_empty'])}; "
         f"warned: {len(report['warned'])}; errors: {len(report['errors'])}"
     )
+    for t, gap in report.get("like_for_like", {}).items():
+        cells = ", ".join(f"{kind} {g:+.3f}" for kind, g in gap.items())
+        rows.append(f"like for like, Tessera minus the best peer rendered the same way, {t}: {cells}")
     rows.append("speed (MB/s): " + ", ".join(f"{k} {v['mb_per_s']}" for k, v in report["speed"].items()))
     if "speed_vs_trafilatura" in report:
         rows.append(f"tessera speed vs trafilatura: {report['speed_vs_trafilatura']}x")

@@ -49,6 +49,9 @@ class Checker:
 @dataclass(frozen=True)
 class TesseraOutput:
     text: str
+    nodes: str
+    """The same selection rendered as its text nodes with a space between them
+    (:func:`nodes_text`), the convention of the Mozilla set's gold."""
     warnings: tuple[str, ...]
     error: str
     seconds: float
@@ -80,7 +83,7 @@ def run_tessera(page: EvalPage, checker: Checker) -> TesseraOutput:
     try:
         parsed = checker.parser.parse(doc, page.raw)
     except DocumentError as e:
-        return TesseraOutput("", (), e.reason, time.perf_counter() - t0, 0, 0, 0, ())
+        return TesseraOutput("", "", (), e.reason, time.perf_counter() - t0, 0, 0, 0, ())
     seconds = time.perf_counter() - t0
     bad: list[str] = []
     blocks = _check_blocks(parsed, page.raw, bad)
@@ -95,7 +98,47 @@ def run_tessera(page: EvalPage, checker: Checker) -> TesseraOutput:
                 or not html_slice_matches(page.raw, c.byte_start, c.byte_end, c.text)
             ):
                 bad.append(f"chunk [{c.start}, {c.end}) {c.text[:60]!r}")
-    return TesseraOutput(parsed.text, parsed.warnings, "", seconds, blocks, chunks, len(bad), tuple(bad[:3]))
+    return TesseraOutput(
+        parsed.text,
+        nodes_text(parsed, page.raw),
+        parsed.warnings,
+        "",
+        seconds,
+        blocks,
+        chunks,
+        len(bad),
+        tuple(bad[:3]),
+    )
+
+
+def nodes_text(parsed: ParsedDocument, raw: bytes) -> str:
+    """``parsed.text`` as the text nodes it came from, a space between nodes: a space where the
+    source has a tag between two consecutive characters (``<a>Mozilla</a>.`` reads ``Mozilla .``),
+    and characters with no source bytes (a table's ``|`` and ``---``) read as a space.
+
+    This is how the Mozilla set's gold, and the readability-lxml peer's output, are turned into
+    text (:func:`~tessera.evaluation.html_sets.html_text_nodes`); scoring Tessera's own
+    selection the same way compares what each extractor keeps, not how it spaces inline
+    elements. Verbatim runs of the offset map are contiguous, so only anchors can sit after a
+    gap."""
+    text, anchors = parsed.text, parsed.offsets.anchors
+    out: list[str] = []
+    prev_end = -1
+    for k, (i, b, w) in enumerate(anchors):
+        stop = anchors[k + 1][0] if k + 1 < len(anchors) else parsed.offsets.text_len
+        if i >= stop:
+            continue
+        if 0 <= prev_end < b and b"<" in raw[prev_end:b]:
+            out.append(" ")
+        if w < 0:
+            out.append(text[i:stop])
+            prev_end = b + len(text[i:stop].encode("utf-8", "surrogatepass"))
+            continue
+        out.append(text[i] if w > 0 else " ")
+        rest = text[i + 1 : stop]
+        out.append(rest)
+        prev_end = b + w + len(rest.encode("utf-8", "surrogatepass"))
+    return " ".join("".join(out).split())
 
 
 def _check_blocks(parsed: ParsedDocument, raw: bytes, bad: list[str]) -> int:
