@@ -38,7 +38,7 @@ from tessera.search.principal import Principal, access_filter
 from tessera.search.query import SearchOptions, search
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
-from tessera.store.indexes import EF, NPROBES, REFINE, ensure_indexes, index_state, nearest
+from tessera.store.indexes import NPROBES, REFINE, ef_for, ensure_indexes, index_state, nearest
 from tessera.store.schema import chunk_schema, sentence_column, text_checksum
 
 DIM, QUERIES, K, SENTENCES = 384, 40, 10, 3
@@ -119,20 +119,21 @@ def recall_at_10(table: Any, where: str, rng: np.random.Generator, queries: int 
     vector plus noise): unfiltered, as ``tessera.store.indexes.vector_recall`` checks it at
     publish, and under the ACL prefilter, as the dense list of a search reads it."""
     ds = dataset(table)
+    rows = int(ds.count_rows())
     base = ds.to_table(columns=["vector"], limit=5000).column("vector").to_pylist()
     hits = {"unfiltered": 0, "acl_prefilter": 0}
     for _ in range(queries):
         q = np.asarray(base[int(rng.integers(len(base)))], np.float32) + 0.05 * rng.standard_normal(DIM)
         q = (q / np.linalg.norm(q)).astype(np.float32)
         for name, w in (("unfiltered", None), ("acl_prefilter", where)):
-            exact = {**nearest(q, 10), "use_index": False}
+            exact = {**nearest(q, 10, rows), "use_index": False}
             truth = (
                 ds.to_table(columns=["id", "_distance"], nearest=exact, filter=w, prefilter=True)
                 .column("id")
                 .to_pylist()
             )
             if w is None:
-                got = ds.to_table(columns=["id", "_distance"], nearest=nearest(q, 10)).column("id")
+                got = ds.to_table(columns=["id", "_distance"], nearest=nearest(q, 10, rows)).column("id")
                 got = got.to_pylist()
             else:
                 got = [r["id"] for r in candidates.dense(table, q.tolist(), w, 10)]
@@ -209,7 +210,7 @@ def main() -> int:
         "build_and_index_seconds": round(build_s, 1),
         "indexes": indexes,
         "index_actions": actions,
-        "vector_settings": {"nprobes": NPROBES, "refine_factor": REFINE, "ef": EF},
+        "vector_settings": {"nprobes": NPROBES, "refine_factor": REFINE, "ef": ef_for(N, K)},
         "vector_recall_at_10": recall,
         "hybrid_acl_prefilter": hp,
         "vector_unfiltered": vp,

@@ -36,6 +36,8 @@ TIE = 1e-5
 """Dense scores closer than this at the cut count as a tie (float32 rounding of equal vectors)."""
 _SENTENCES: dict[tuple[str, int], bool] = {}
 """(table uri, version) -> whether any row has sentence vectors (a version never changes)."""
+_ROWS: dict[tuple[str, int], int] = {}
+"""(table uri, version) -> rows (a version never changes)."""
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 
 
@@ -57,10 +59,21 @@ def has_sentence_vectors(ds: Any) -> bool:
     return _SENTENCES[key]
 
 
+def table_rows(ds: Any) -> int:
+    """Rows of this dataset version (remembered per version): the vector search's width
+    grows with the table (:func:`tessera.store.indexes.ef_for`)."""
+    key = (str(ds.uri), int(ds.version))
+    if key not in _ROWS:
+        if len(_ROWS) > 256:
+            _ROWS.clear()
+        _ROWS[key] = int(ds.count_rows())
+    return _ROWS[key]
+
+
 def _nearest(ds: Any, vector: list[float], where: str, n: int, cols: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = ds.to_table(
         columns=cols,
-        nearest=nearest(vector, n),
+        nearest=nearest(vector, n, table_rows(ds)),
         filter=where,
         prefilter=True,
         with_row_id=True,
