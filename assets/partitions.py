@@ -21,6 +21,7 @@ from tessera.errors import (
     StalePlanError,
 )
 from tessera.pipeline.run import RunContext
+from tessera.store.memory import release_memory
 
 # Retrying cannot fix these. A stale plan (another run published after this one planned) is
 # re-planned by the next run, never by re-executing the same publish step.
@@ -65,6 +66,8 @@ def call_step(step: Callable[[RunContext], dict[str, Any]], rc: RunContext) -> d
         return step(rc)
     except PERMANENT as e:
         raise Failure(description=f"{type(e).__name__}: {e}", allow_retries=False) from e
+    finally:
+        release_memory()  # the next step of an in-process run starts from what it needs
 
 
 def table_metadata(rc: RunContext) -> dict[str, Any]:

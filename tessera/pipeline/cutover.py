@@ -39,7 +39,7 @@ def cutover_step(rc: RunContext, problems: list[str], serving: Sequence[Embedder
     if problems:
         return {**out, "reason": f"checks failed: {problems[:3]}"}
     listed = set(rc.listing()[1])
-    built = set(rc.index.manifest())
+    built = rc.index.document_ids()
     served = _documents(rc, current.model_key) if current is not None else set()
     missing = sorted((listed & served) - built)  # documents the active model serves and the new one lacks
     if missing:

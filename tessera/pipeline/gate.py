@@ -140,7 +140,7 @@ def quality_gate(rc: RunContext, scope: set[str], load_staged: Callable[[], list
     live = _live_rows(table) if table is not None else []
     live_rev = {r["doc_id"]: r["revision"] for r in live}
 
-    vectors = read_vectors(rc.workspace / VECTORS)
+    vectors = read_vectors(rc.workspace / VECTORS)[:]  # the gate scores the whole candidate
     staged_sentences = rc.staged_sentences(len(staged)) or [None] * len(staged)
     keep = [r for r in live if r["doc_id"] not in scope]
     cand_chunks = [mapper.chunk(r) for r in keep] + [

@@ -23,6 +23,7 @@ from tessera.pipeline.staging import QUALITY_GATE
 from tessera.pipeline.steps import chunk_step as chunk_step
 from tessera.pipeline.steps import embed_step as embed_step
 from tessera.pipeline.steps import parse_step as parse_step
+from tessera.store.memory import release_memory
 
 log = logging.getLogger(__name__)
 PLAN_ATTEMPTS = 3
@@ -37,14 +38,18 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
     Last, the tenant's active model moves to this run's model when it is verified and complete
     (the first build, or the end of a backfill after a model change)."""
     for attempt in range(1, PLAN_ATTEMPTS + 1):
-        out = {
-            "listing": list_step(rc),
-            "parse": parse_step(rc),
-            "chunk": chunk_step(rc),
-            "embed": embed_step(rc),
-        }
+        out: dict[str, Any] = {}
+        for name, step in (
+            ("listing", list_step),
+            ("parse", parse_step),
+            ("chunk", chunk_step),
+            ("embed", embed_step),
+        ):
+            out[name] = step(rc)
+            release_memory()  # each step starts from what it needs, not the last step's peak
         try:
             out["publish"] = publish_step(rc)
+            release_memory()
             break
         except StalePlanError:
             if attempt == PLAN_ATTEMPTS:

@@ -8,8 +8,9 @@ of :data:`BATCH_ROWS`, so a step's memory follows the batch size, not the corpus
   written by the worker that parsed it and read back one document at a time;
 * ``chunks.parquet``: the staged chunks, one row per chunk in staging order, with their
   exact-duplicate group and near-duplicate band keys (:data:`CHUNK_SCHEMA`);
-* ``vectors.npy``: one float32 row per staged chunk, in the same order, written and read
-  through a memory map (``numpy.lib.format.open_memmap``).
+* ``vectors.npy``: one float32 row per staged chunk, in the same order, appended and read a
+  slice at a time with ordinary reads and writes (:class:`StagedVectors`; a memory map kept
+  every page it touched in the process).
 
 Every artifact is written to a temporary name and renamed into place when complete, so a
 step that dies half-way never leaves a truncated artifact for the next step to trust.
@@ -170,28 +171,93 @@ def read_chunks(path: Path) -> list[Chunk]:
 
 
 class VectorWriter:
-    """``rows`` x ``dimension`` float32 vectors, filled slice by slice through a memory map."""
+    """``rows`` x ``dimension`` float32 vectors in a ``.npy`` file, appended slice by slice with
+    ordinary writes.
+
+    A memory map of the whole file (what this was) kept every page written into the run's
+    resident memory until the step ended: the embed step grew by the size of the file (614 MB
+    at 400,000 vectors)."""
 
     def __init__(self, path: Path, rows: int, dimension: int) -> None:
         self.path = path
+        self.rows, self.dimension = rows, dimension
         self._tmp = path.with_name(f".{path.name}.tmp.npy")
-        self._map = np.lib.format.open_memmap(self._tmp, mode="w+", dtype=np.float32, shape=(rows, dimension))
+        self._file = self._tmp.open("wb")
+        header = {
+            "descr": np.lib.format.dtype_to_descr(_F32),
+            "fortran_order": False,
+            "shape": (rows, dimension),
+        }
+        np.lib.format.write_array_header_2_0(self._file, header)
         self.filled = 0
 
     def write(self, vectors: Any) -> None:
-        block = np.asarray(vectors, dtype=np.float32)
-        self._map[self.filled : self.filled + len(block)] = block
+        block = np.ascontiguousarray(vectors, dtype=_F32)
+        if block.ndim != 2 or block.shape[1] != self.dimension or self.filled + len(block) > self.rows:
+            raise PublishError(
+                f"vectors of shape {block.shape} do not fit {self.rows} x {self.dimension} "
+                f"after {self.filled} rows"
+            )
+        self._file.write(block.tobytes())
         self.filled += len(block)
 
     def close(self) -> None:
-        if self.filled != len(self._map):
-            raise PublishError(f"{self.filled} vectors written for {len(self._map)} staged chunks")
-        self._map.flush()
-        del self._map
+        self._file.close()
+        if self.filled != self.rows:
+            self._tmp.unlink(missing_ok=True)
+            raise PublishError(f"{self.filled} vectors written for {self.rows} staged chunks")
         self._tmp.replace(self.path)
 
 
-def read_vectors(path: Path) -> np.ndarray:
-    """The staged vectors, memory-mapped (rows are read from disk as they are used)."""
-    vectors: np.ndarray = np.load(_require(path), mmap_mode="r")
-    return vectors
+_F32 = np.dtype("<f4")
+
+
+class StagedVectors:
+    """The staged vectors, read from the ``.npy`` file a slice at a time (``v[a:b]``, ``v[i]``)
+    with positioned reads; nothing of the file stays mapped into the process. A memory map
+    (what this was) kept every page it had read: publishing 400,000 vectors grew the run by
+    568 MB, the size of what it had read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = _require(path)
+        with self.path.open("rb") as f:
+            major, _ = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+            self._offset = f.tell()
+        if len(shape) != 2 or fortran or dtype != _F32:
+            raise PublishError(f"{path} is not a C-ordered float32 matrix: {shape} {dtype}")
+        self.shape: tuple[int, int] = (int(shape[0]), int(shape[1]))
+        self.dtype = _F32
+        self._row = self.shape[1] * _F32.itemsize
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: int | slice | tuple[Any, ...]) -> Any:
+        if isinstance(key, tuple):  # v[i, j], v[a:b, j]: the rows, then the rest of the index
+            return self[key[0]][key[1:]]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self.shape[0])
+            if step != 1:
+                raise IndexError("staged vectors are read in contiguous slices")
+            return self._read(start, max(stop, start))
+        i = key + self.shape[0] if key < 0 else key
+        if not 0 <= i < self.shape[0]:
+            raise IndexError(f"row {key} of {self.shape[0]}")
+        row: np.ndarray = self._read(i, i + 1)[0]
+        return row
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        n = stop - start
+        with self.path.open("rb") as f:
+            f.seek(self._offset + start * self._row)
+            data = f.read(n * self._row)
+        if len(data) != n * self._row:
+            raise PublishError(f"{self.path} is truncated: rows {start}..{stop} of {self.shape[0]}")
+        return np.frombuffer(data, dtype=_F32).reshape(n, self.shape[1])
+
+
+def read_vectors(path: Path) -> StagedVectors:
+    """The staged vectors, read from disk a slice at a time as they are used."""
+    return StagedVectors(path)
