@@ -194,6 +194,8 @@ class VectorWriter:
     def write(self, vectors: Any) -> None:
         block = np.ascontiguousarray(vectors, dtype=_F32)
         if block.ndim != 2 or block.shape[1] != self.dimension or self.filled + len(block) > self.rows:
+            self._file.close()  # a writer that refused a block is done: no temporary is left
+            self._tmp.unlink(missing_ok=True)
             raise PublishError(
                 f"vectors of shape {block.shape} do not fit {self.rows} x {self.dimension} "
                 f"after {self.filled} rows"

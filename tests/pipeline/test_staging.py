@@ -235,6 +235,8 @@ def test_staged_vectors_are_read_by_slice_and_checked(tmp_path: Path) -> None:
     w = VectorWriter(tmp_path / "bad.npy", 2, 4)
     with pytest.raises(PublishError, match="do not fit"):
         w.write(np.ones((1, 5)))
+    assert not list(tmp_path.glob(".bad.npy*"))  # the refused writer left no temporary
+    w = VectorWriter(tmp_path / "bad.npy", 2, 4)
     with pytest.raises(PublishError, match="do not fit"):
         w.write(np.ones((3, 4)))
     # a file cut short is an error, not short rows
