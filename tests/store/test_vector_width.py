@@ -14,7 +14,17 @@ import pyarrow as pa
 
 from tessera.search import candidates
 from tessera.search.dataset import dataset
-from tessera.store.indexes import EF, EF_ROWS, REFINE, ef_for, ensure_indexes, nearest, vector_recall
+from tessera.store import indexes
+from tessera.store.indexes import (
+    EF,
+    EF_ROWS,
+    REFINE,
+    ef_for,
+    ensure_indexes,
+    exact_distances,
+    nearest,
+    vector_recall,
+)
 from tests.test_incremental_cost import _vector_rows
 
 
@@ -51,7 +61,7 @@ def test_the_recall_check_asks_questions_near_the_rows_not_the_rows_themselves(t
             return search(q, **kw)
 
     recall = vector_recall(Spy(), queries=8)  # no index: the "approximate" search is exact
-    assert recall == 1.0 and len(asked) == 16  # each question asked twice: approximate, exact
+    assert recall == 1.0 and len(asked) == 8  # each question asked once; exact answers by a scan
     units = vec / np.linalg.norm(vec, axis=1, keepdims=True)
     for q in asked:
         cos = units @ (q / np.linalg.norm(q))
@@ -82,3 +92,58 @@ def test_the_search_width_follows_each_version_of_the_table(tmp_path: Path, monk
     candidates.dense(table, vec[0].tolist(), "true", 3)
     assert widths[0] == 50 and widths[-1] == 80
     assert candidates.table_rows(dataset(table)) == 80
+
+
+def test_exact_answers_come_from_one_bounded_pass_and_match_brute_force(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    table, vec = _table(tmp_path, rows=50)
+    table.add(table.to_arrow().slice(0, 5))  # exact copies: ties at equal distance
+    vec = np.concatenate([vec, vec[:5]])
+    column = table.schema.get_field_index("vector")
+    zeros = pa.array([[0.0] * 16], table.schema.field("vector").type)
+    zero = table.to_arrow().slice(0, 1).set_column(column, "vector", zeros)
+    table.add(zero)  # a zero vector: at distance 1 from every question
+    vec = np.concatenate([vec, np.zeros((1, 16), np.float32)])
+    scans: list[tuple[Any, Any]] = []
+    real = type(table.to_lance())
+
+    class Scanned:
+        def __init__(self, ds: Any) -> None:
+            self.ds = ds
+
+        def to_batches(self, **kw: Any) -> Any:
+            scans.append((kw.get("columns"), kw.get("batch_size")))
+            return self.ds.to_batches(**kw)
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(table, name)
+
+        def to_lance(self) -> Any:
+            ds = table.to_lance()
+            assert isinstance(ds, real)
+            return Scanned(ds)
+
+    monkeypatch.setattr(indexes, "SCAN_ROWS", 7)  # many batches: the running top-k is merged
+    rng = np.random.default_rng(9)
+    questions = np.concatenate([vec[:3], rng.standard_normal((4, 16)).astype(np.float32)])
+    got = exact_distances(Spy(), questions, 10)
+    units = vec / np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
+    qs = questions / np.linalg.norm(questions, axis=1, keepdims=True)
+    want = np.sort(1.0 - qs.astype(np.float64) @ units.T.astype(np.float64), axis=1)[:, :10]
+    assert np.allclose(got, want, atol=1e-6)
+    assert scans == [(["vector"], 7)]  # one pass for every question, the vector column only
+    assert np.all(np.isinf(exact_distances(table, questions[:1], 80)[0, 56:]))  # fewer rows than k
+
+
+def test_recall_counts_an_equally_near_copy_and_nothing_beyond_the_kth_distance(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    rng = np.random.default_rng(5)
+    data = _vector_rows(rng, 0, 300, rng.standard_normal((20, 16)).astype(np.float32))
+    data = pa.concat_tables([data, data])  # every vector twice: which copy a search lists is arbitrary
+    table = lancedb.connect(str(tmp_path)).create_table("t", data=data)
+    assert vector_recall(table) == 1.0
+    monkeypatch.setattr(indexes, "TIE", -1.0)  # nothing counts: the check must fail, not pass
+    assert vector_recall(table) == 0.0
