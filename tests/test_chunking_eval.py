@@ -17,12 +17,14 @@ from tessera.config import ChunkingConfig
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import EvaluationError
 from tessera.evaluation.chunking import frontier
+from tessera.evaluation.chunking.cli import table
 from tessera.evaluation.chunking.corpus import load_corpus
 from tessera.evaluation.chunking.harness import code_points, locate
 from tessera.evaluation.chunking.recommended import RECOMMENDED
 from tessera.evaluation.chunking.sweep import Embedding, SweepSettings, run_sweep
 from tessera.golden.metrics import Span, intact, merge, precision_omega, score
 from tessera.offsets import OffsetMap
+from tessera.search.query import PRODUCT_FUSION
 from tessera.store.db import connect
 from tessera.store.embedding_cache import EmbeddingCache
 from tessera.types import Block, ParsedDocument
@@ -191,9 +193,25 @@ def test_sweep_reports_every_profile_and_reuses_the_cache(
     assert ablation["name"] == f"{report['recommended']['name']} sentence_vectors=True"
     assert ablation["sentence_probes"] > 0 and ablation["config"]["sentence_vectors"] is True
     assert ablation["cost"]["embedded_tokens"] > ablation["indexed_tokens"]
-    fusion = report["fusion_study"]  # the product's fusion against LanceDB's, on the same chunks
-    assert set(fusion["variants"]) == {"depth-k", "bm25-on-text", "lancedb-hybrid"}
+    fusion = report["fusion_study"]  # the product's fusion against its variants, on the same chunks
+    assert set(fusion["variants"]) == {
+        "depth-k", "bm25-on-text", "lancedb-hybrid", "rrf-60-equal", "rrf-20-equal", "rrf-40-bm25x1.25",
+        "rrf-20-bm25x1.5",
+    }  # fmt: skip
     assert fusion["variants"]["depth-k"]["fusion"]["depth"] == settings.k
+    assert fusion["variants"]["depth-k"]["fusion"]["lexical_weight"] == PRODUCT_FUSION.lexical_weight
+    assert (
+        fusion["variants"]["rrf-60-equal"]["fusion"] | {"rrf_k": 60, "lexical_weight": 1.0}
+        == (fusion["variants"]["rrf-60-equal"]["fusion"])
+    )
+    md = table(report)  # report.md lists the fusion study and its held-out choice
+    assert "| **product** |" in md and "| rrf-60-equal |" in md and "Fusion chosen on the other corpora" in md
+    chosen = fusion["selection"]  # leave-one-corpus-out among the product and the variants
+    assert [f["held_out"] for f in chosen["folds"]] == ["alpha", "beta"]
+    for f in chosen["folds"]:
+        scores = fusion["product"] if f["choice"] == "product" else fusion["variants"][f["choice"]]
+        assert f["recall"] == scores["per_corpus"][f["held_out"]]["recall"]
+        assert f["product_recall"] == fusion["product"]["per_corpus"][f["held_out"]]["recall"]
     assert fusion["product"]["pooled"] == next(r for r in rows if r["name"] == sel["recommended"])["hybrid"]
     again = run_sweep(corpus, embedding, counter, model_path, replace(settings, fusion_study=False))
     assert all(r["embedded_texts"] == 0 for r in again["rows"])  # every text came from the cache

@@ -87,3 +87,29 @@ def test_token_grid_counts_whole_tokens() -> None:
     ref, got = grid.tokens(Span("x", 6, 16)), grid.tokens(Span("x", 0, 8))
     s = score([got], [ref])
     assert s.recall == pytest.approx(0.5) and s.iou == pytest.approx(1 / 3)
+
+
+def test_fusion_is_chosen_on_the_training_corpora_only_and_ties_keep_the_product() -> None:
+    from tessera.evaluation.chunking.fusion import select
+
+    def scores(**recall: float) -> dict[str, Any]:
+        return {"per_corpus": {c: {"recall": r, "iou": r / 10} for c, r in recall.items()}}
+
+    report = {
+        "product": scores(a=80.0, b=70.0, c=60.0),
+        "variants": {
+            "fits-c": scores(a=70.0, b=60.0, c=99.0),  # best only where it is scored: never chosen for c
+            "better": scores(a=85.0, b=75.0, c=50.0),
+            "same": scores(a=80.0, b=70.0, c=60.0),  # ties the product everywhere: the product stays
+        },
+    }
+    out = select(report, ["a", "b", "c"])
+    by = {f["held_out"]: f for f in out["folds"]}
+    assert by["c"]["choice"] == "better" and by["c"]["recall"] == 50.0 and by["c"]["product_recall"] == 60.0
+    assert by["a"]["choice"] == "fits-c"  # trained on b and c: (60 + 99) / 2 beats the others
+    assert by["b"]["choice"] == "fits-c"
+    assert out["held_out_recall"] == round((70.0 + 60.0 + 50.0) / 3, 2)
+    assert out["product_recall"] == 70.0 and out["most_chosen"] == "fits-c"
+    tied = {"product": report["product"], "variants": {"same": report["variants"]["same"]}}
+    same = select(tied, ["a", "b"])
+    assert {f["choice"] for f in same["folds"]} == {"product"}

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from tessera.errors import AccessDenied, ConfigError, ModelIdentityError
+from tessera.errors import AccessDenied, ConfigError, InvalidArgument, ModelIdentityError
 from tessera.search import Principal, SearchOptions, principal_from_config, search, show
 from tessera.search.expand import merge_text, parse_expand
-from tessera.search.query import rrf
+from tessera.search.query import Fusion, rrf
 from tessera.store.indexes import index_state
 
 OWN = "Quarterly revenue forecast for the widget division, reviewed by finance."
@@ -172,8 +172,21 @@ def test_expansion_parent_neighbors_dedup_and_budget(ws: Any) -> None:
 def test_rrf_and_merge_helpers() -> None:
     a = [{"id": "x"}, {"id": "y"}]
     b = [{"id": "y"}, {"id": "z"}]
+    assert [r["id"] for r in rrf([a, b], 3, (1.0, 1.0), 60)] == ["y", "x", "z"]  # plain RRF
+    # the product's fusion weighs BM25 (the second list) 1.25 with K = 20: its second row now
+    # outranks the dense list's first; the scores are the weighted sums
     fused = rrf([a, b], 3)
-    assert [r["id"] for r in fused] == ["y", "x", "z"]
+    assert [r["id"] for r in fused] == ["y", "z", "x"]
+    assert fused[0]["_score"] == pytest.approx(1 / 22 + 1.25 / 21)
+    assert fused[1]["_score"] == pytest.approx(1.25 / 22) and fused[2]["_score"] == pytest.approx(1 / 21)
+    tie = rrf([[{"id": "b"}], [{"id": "a"}]], 2, (1.0, 1.0))  # an exact tie: by id, not list order
+    assert [r["id"] for r in tie] == ["a", "b"]
+    with pytest.raises(InvalidArgument, match="weights"):
+        rrf([a, b, a], 3)  # one weight per list
+    with pytest.raises(InvalidArgument, match="lexical_weight"):
+        Fusion(lexical_weight=0.0)
+    with pytest.raises(InvalidArgument, match="rrf_k"):
+        Fusion(rrf_k=-1)
     units = [{"start": 0, "end": 10, "text": "0123456789"}, {"start": 5, "end": 15, "text": "56789abcde"},
              {"start": 20, "end": 22, "text": "XY"}]  # fmt: skip
     assert merge_text(units) == (0, 22, "0123456789abcde\n\nXY")

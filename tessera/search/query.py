@@ -30,6 +30,7 @@ from tessera.search.options import (
 )
 from tessera.search.principal import Principal, access_filter
 from tessera.search.retrieval import (
+    LEXICAL_WEIGHT,
     PRODUCT_FUSION,
     RRF_K,
     Fusion,
@@ -43,7 +44,8 @@ from tessera.store.db import connect
 from tessera.store.health import read_guard
 
 __all__ = [
-    "COLUMNS", "MAX_K", "MAX_QUERY_CHARS", "MODES", "NEAR_POLICIES", "PRODUCT_FUSION", "RRF_K",
+    "COLUMNS", "LEXICAL_WEIGHT", "MAX_K", "MAX_QUERY_CHARS", "MODES", "NEAR_POLICIES", "PRODUCT_FUSION",
+    "RRF_K",
     "Fusion", "SearchHit", "SearchOptions", "Source", "check_query", "for_tenant", "fusion_depth",
     "hit_from_row", "open_table", "ranked_rows", "retrieve", "rrf", "search",
 ]  # fmt: skip

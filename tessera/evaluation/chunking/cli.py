@@ -83,7 +83,26 @@ def table(report: dict[str, Any]) -> str:
         cells = " | ".join(_cells(r[m], keys) for m in modes)
         lines.append(f"| {name} | {r['chunks']} | {r['mean_tokens']} | {cells} | {cost['embedded_tokens']} | "
                      f"{cost['stored_vectors']} | {ms} |")  # fmt: skip
-    lines += ["", loco_table(report)]
+    lines += ["", loco_table(report), "", fusion_table(report)]
+    return "\n".join(lines).rstrip()
+
+
+def fusion_table(report: dict[str, Any]) -> str:
+    """The fusion study: the product's hybrid fusion and each variant on the recommended
+    profile's chunks (pooled), then the leave-one-corpus-out choice among them."""
+    study = report.get("fusion_study") or {}
+    if not study.get("variants"):
+        return ""
+    lines = ["| hybrid fusion | R | IoU |", "|---|---|---|"]
+    rows = [("**product**", study["product"]["pooled"])]
+    rows += [(n, v["pooled"]) for n, v in study["variants"].items()]
+    lines += [f"| {n} | {float(p['recall']):.1f} | {float(p['iou']):.2f} |" for n, p in rows]
+    sel = study.get("selection")
+    if sel:
+        chosen = ", ".join(f"{f['held_out']}: {f['choice']}" for f in sel["folds"])
+        lines.append(f"\nFusion chosen on the other corpora ({chosen}): held out "
+                     f"{sel['held_out_recall']:.1f} / {sel['held_out_iou']:.2f} against the product's "
+                     f"{sel['product_recall']:.1f} / {sel['product_iou']:.2f}.")  # fmt: skip
     return "\n".join(lines)
 
 

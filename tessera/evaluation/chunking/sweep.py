@@ -242,10 +242,15 @@ def run_sweep(
         fusion_report = _fusion(profiles[best_row["name"]], embedding, inp, settings)
         per = {c: best_row["per_corpus"][c]["hybrid"] for c in corpora}
         fusion_report["product"] = {"pooled": best_row["hybrid"], "per_corpus": per}
+        from tessera.evaluation.chunking.fusion import select as fusion_select
+
+        fusion_report["selection"] = fusion_select(fusion_report, corpora)
         variants = fusion_report["variants"].items()
         log(
             f"fusion on {best_row['name']}: "
             + ", ".join(f"{n} {v['pooled']['recall']:.1f}" for n, v in variants)
+            + f"; held out {fusion_report['selection']['held_out_recall']:.1f} "
+            f"(product {fusion_report['selection']['product_recall']:.1f})"
         )
     return {
         "model": ident.key,
