@@ -14,6 +14,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, live_columns
 from tessera.chunking.minhash import MinHasher
@@ -23,6 +24,7 @@ from tessera.errors import InternalError
 from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.executors import InlineExecutor, batches, executor_for
+from tessera.pipeline.marks import flag_counts, marked
 from tessera.pipeline.progress import Progress
 from tessera.pipeline.staging import (
     CHUNK_REPORT,
@@ -32,8 +34,6 @@ from tessera.pipeline.staging import (
     VECTORS,
     ChunkWriter,
     VectorWriter,
-    chunk_batch,
-    chunks_of,
     read_batches,
     read_chunks,
     staged_rows,
@@ -138,10 +138,11 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     progress = Progress(rc.tenant, "chunk", "chunks")
     with ChunkWriter(unmarked) as w:
         for out in outcomes:
-            progress.add(len(out.chunks))
-            w.write(chunk_batch(out.chunks, [("", ())] * len(out.chunks)))
+            progress.add(out.batch.num_rows)
+            w.write(out.batch)  # staged rows built by the worker
             # the worker's sketch as a row of columns, not the text (dedup_columns)
-            sketches.add([c.doc_id for c in out.chunks], [c.position for c in out.chunks], out.sketches)
+            docs_of, positions = out.batch.column("doc_id").to_pylist(), out.batch.column("position")
+            sketches.add(docs_of, positions.to_numpy().tolist(), out.sketches)
             quarantined.extend(asdict(q) for q in out.quarantined)
             for name in ("sentences_embedded", "embed_tokens", "text_tokens", "indexed_tokens"):
                 setattr(stats, name, getattr(stats, name) + getattr(out.stats, name))
@@ -164,17 +165,14 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     tokens = {"n": 0, "sum": 0, "max": 0}
     with ChunkWriter(rc.workspace / CHUNKS) as w:
         for batch in read_batches(unmarked):
-            marked, dedup = [], []
-            for c in chunks_of(batch)[0]:
-                group, near, bands = dups.outcome(tokens["n"])  # the same order as written
-                if near:
-                    c = replace(c, flags=tuple(dict.fromkeys(c.flags + mark)))
-                marked.append(c)
-                dedup.append((group, bands))
-                flags.update(f.split(":", 1)[0] for f in c.flags)  # "rows:3-9", "part:2/5" count by name
-                tokens["n"], tokens["sum"] = tokens["n"] + 1, tokens["sum"] + c.token_count
-                tokens["max"] = max(tokens["max"], c.token_count)
-            w.write(chunk_batch(marked, dedup))
+            batch = marked(batch, [dups.outcome(tokens["n"] + i) for i in range(batch.num_rows)], mark)
+            flags.update(flag_counts(batch))
+            counts = batch.column("token_count")
+            if batch.num_rows:
+                tokens["sum"] += int(pc.sum(counts).as_py())
+                tokens["max"] = max(tokens["max"], int(pc.max(counts).as_py()))
+            tokens["n"] += batch.num_rows
+            w.write(batch)
     if tokens["n"] != len(sketches):
         raise InternalError(f"read back {tokens['n']} staged chunks of {len(sketches)} written")
     spill.unlink(missing_ok=True)

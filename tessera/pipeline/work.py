@@ -2,8 +2,8 @@
 
 A task names its documents and where to read and write; the worker reads the raw bytes from
 the run's blob store, writes each parsed document into the workspace's ``parsed/`` folder
-itself, and returns only small typed outcomes (and, for chunking, the chunks), in input
-order. The same functions run inline, in a process pool or as Ray tasks.
+itself, and returns only small typed outcomes (and, for chunking, the chunks as one staged Arrow
+batch), in input order. The same functions run inline, in a process pool or as Ray tasks.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+import pyarrow as pa
+
 from tessera.chunking.base import ChunkContext, ChunkStats
 from tessera.chunking.minhash import MinHasher, Sketch, sketch
 from tessera.chunking.profile import DedupConfig
@@ -24,6 +26,7 @@ from tessera.parsing.base import get_parser
 from tessera.parsing.dispatch import parse_document
 from tessera.parsing.validity import check_text_bytes
 from tessera.pipeline import parse_cache
+from tessera.pipeline.staging import chunk_batch
 from tessera.serde import parsed_from_json, parsed_to_json
 from tessera.store.blobs import BlobStore
 from tessera.types import Chunk, SourceDocument
@@ -127,7 +130,11 @@ class ChunkTask:
 
 @dataclass(frozen=True)
 class ChunkOutcome:
-    chunks: tuple[Chunk, ...]
+    batch: pa.RecordBatch
+    """The task's chunks as staged rows (``staging.CHUNK_SCHEMA``, duplicate columns empty),
+    built here, in the worker: the step's own process writes them as they are, without
+    turning each chunk into Python objects again (it did, twice, in the process every worker
+    waits on)."""
     quarantined: tuple[Quarantine, ...]
     stats: ChunkStats = field(default_factory=ChunkStats)
     peak_rss_mb: float = 0.0
@@ -153,4 +160,5 @@ def chunk_documents(task: ChunkTask) -> ChunkOutcome:
             quarantined.append(Quarantine(doc.doc_id, "chunking_error", str(e)))
     hasher = _hasher(ctx.config.dedup)
     sketches = tuple(sketch(c.text, hasher) for c in chunks)
-    return ChunkOutcome(tuple(chunks), tuple(quarantined), ctx.stats, peak_rss_mb(), sketches)
+    batch = chunk_batch(chunks, [("", ())] * len(chunks))
+    return ChunkOutcome(batch, tuple(quarantined), ctx.stats, peak_rss_mb(), sketches)
