@@ -19,9 +19,10 @@ import pyarrow.compute as pc
 from tessera.errors import PublishError
 from tessera.pipeline.checks import check_offsets, check_rows
 from tessera.pipeline.context import RunContext
-from tessera.pipeline.staging import CHUNKS, VECTORS, chunks_of, read_batches, read_vectors, staged_rows
+from tessera.pipeline.row_table import staged_row_table
+from tessera.pipeline.staging import CHUNKS, VECTORS, read_batches, read_vectors, staged_rows
 from tessera.store.index import StreamedRows
-from tessera.store.schema import build_rows, chunk_schema
+from tessera.store.schema import chunk_schema
 from tessera.types import SourceDocument
 
 OFFSET_SAMPLE = 50
@@ -45,12 +46,11 @@ class StagedRows:
         wanted = None if scope is None else pa.array(sorted(scope), pa.string())
         start = 0
         for batch in read_batches(self.path):
-            chunks, dedup = chunks_of(batch)
-            end = start + len(chunks)
+            end = start + batch.num_rows
             sentences: list[Any] | None = None if self.sentences is None else self.sentences[start:end]
             vectors = self.vectors[start:end]
-            rows = build_rows(
-                chunks, self.docs, vectors, ident.key, self.rc.run_id, ident.dimension, dedup, sentences
+            rows = staged_row_table(
+                batch, self.docs, vectors, ident.key, self.rc.run_id, ident.dimension, sentences
             )
             start = end
             yield rows if wanted is None else rows.filter(pc.is_in(rows.column("doc_id"), value_set=wanted))
