@@ -16,6 +16,7 @@ import pytest
 
 from tessera.search import candidates
 from tessera.search.dataset import dataset
+from tessera.search.fusion import candidate_depth
 from tessera.search.options import SearchOptions
 from tessera.search.principal import Principal, access_filter
 from tessera.search.retrieval import ranked_rows
@@ -247,3 +248,42 @@ def test_a_filter_not_made_by_access_filter_is_used_whole(selective: Any) -> Non
         selective, None, "policy words", where, SearchOptions(k=50, mode="hybrid"), [1.0] * DIM
     )
     assert rows and all(r["groups"] == ["staff"] and r["position"] < 1000 for r in rows)
+
+
+def _bm25_reference(table: Any, query: str, where: str, n: int) -> list[tuple[str, str, float]]:
+    """The BM25 list read the plain way: every candidate's id, group and score in the full-text
+    query itself, under the whole filter, as deep as the product reads, cut by score then id."""
+    rows = dataset(table).to_table(
+        columns=["id", "dup_group", "_score"],
+        full_text_query={"query": query, "columns": ["embedding_text"]},
+        filter=where, prefilter=True, limit=candidate_depth(n), disable_scoring_autoprojection=True,
+    ).to_pylist()  # fmt: skip
+    rows.sort(key=lambda r: (-r["_score"], r["id"]))
+    return [(r["id"], r["dup_group"], r["_score"]) for r in rows[:n]]
+
+
+def test_the_bm25_list_equals_the_plain_query(tmp_path: Path) -> None:
+    """The BM25 list (under the claims, its top n checked against the rest of the filter)
+    equals the list read under the whole filter with every column in the query: scores that
+    differ, a tie of 20 rows at the cut (shorter than the list, so both see all of it), rows
+    the principal may not read, flagged rows; and its rows carry nothing but id, group, score
+    and row id."""
+    rng = np.random.default_rng(9)
+    rows: list[dict[str, Any]] = []
+    for i in range(400):
+        text = "alpha beta gamma" if i % 20 == 0 else words(i) + (" alpha" * int(rng.integers(0, 3)))
+        rows.append({
+            "id": f"{int(rng.integers(0, 2**62)):064x}", "text": text,
+            "groups": ["staff"] if i % 3 else ["board"], "flags": ["hidden_text"] if i % 37 == 0 else [],
+        })  # fmt: skip
+    table = build(tmp_path, rows, rng.standard_normal((400, DIM)))
+    where = access_filter(ALICE, NOW)
+    assert where is not None
+    for query in ("alpha", "alpha beta gamma", "policy words topic3", "passage number 12"):
+        for n in (1, 5, 17, 40):
+            got = candidates.lexical(table, query, where, n)
+            want = _bm25_reference(table, query, where, n)
+            assert [(r["id"], r["dup_group"], r["_score"]) for r in got] == want, (query, n)
+            assert all(set(r) == {"id", "dup_group", "_score", "_rowid"} for r in got)
+            readable = {r["id"] for r in rows if "staff" in r["groups"] and not r["flags"]}
+            assert {r["id"] for r in got} <= readable
