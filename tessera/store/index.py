@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from tessera.errors import PublishError, TransientStoreError
 from tessera.store.db import (
     chunks_table_name,
+    connect,
     create_or_open,
     is_transient_store_error,
     open_table,
@@ -30,7 +31,7 @@ from tessera.store.db import (
     tag_for_run,
 )
 from tessera.store.health import open_checked, read_guard
-from tessera.store.indexes import ensure_indexes
+from tessera.store.indexes import VECTOR_INDEX_MIN_ROWS, ensure_indexes
 from tessera.store.memory import release_memory
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.retry import COMMIT_ATTEMPTS, retrying
@@ -105,6 +106,10 @@ def document_revisions(table: Any) -> dict[str, str]:
     """``doc_id -> revision`` of every document a chunks table holds."""
     data = table.search().select(["doc_id", "revision"]).limit(None).to_arrow()
     return dict(zip(data.column("doc_id").to_pylist(), data.column("revision").to_pylist(), strict=True))
+
+
+NEVER_VECTOR = 2**62
+"""``vector_min_rows`` of an index phase that builds no vector index."""
 
 
 class TenantIndex:
@@ -254,7 +259,7 @@ class TenantIndex:
 
         def attempt() -> dict[str, str]:
             try:
-                return ensure_indexes(table)
+                return self._build_indexes()
             except PublishError as e:
                 if e.__cause__ is not None and is_transient_store_error(e.__cause__):
                     raise e.__cause__ from None  # the store's own error, retried below (no cycle)
@@ -262,6 +267,7 @@ class TenantIndex:
 
         try:
             self.last_indexes = retrying(attempt)
+            table.checkout_latest()  # the version with the new indexes (built on another handle)
         except PublishError as e:
             raise PublishError(f"version {table.version} of {self.name} is live, but {e}") from e
         except Exception as e:
@@ -271,6 +277,22 @@ class TenantIndex:
                     f"after {COMMIT_ATTEMPTS} attempts, the store is throttling (retry the run): {e}"
                 ) from e
             raise
+
+    def _build_indexes(self) -> dict[str, str]:
+        """``ensure_indexes`` in two phases, the text and scalar indexes and then the vector
+        index with its recall check, each on a handle of a connection of its own that is
+        dropped with its caches before the next phase, the freed memory handed back. On the
+        shared connection every new index stayed cached for the life of the process, under the
+        next build: at 100,000 documents (400,000 rows) the publish ended at 1,000 MB RSS."""
+        done: dict[str, str] = {}
+        for vector_min_rows in (NEVER_VECTOR, VECTOR_INDEX_MIN_ROWS):
+            own = connect(str(self.db.uri), fresh=True).open_table(self.name)
+            try:
+                done.update(ensure_indexes(own, vector_min_rows))
+            finally:
+                del own
+                release_memory()
+        return done
 
     def _record(self, table: Any, kind: str, result: PublishResult, run_id: str, config_hash: str) -> None:
         """Tag and log a commit; a failure here names the version that is already live."""

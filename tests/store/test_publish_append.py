@@ -90,11 +90,11 @@ def test_indexes_throttled_after_the_commit_are_retried_then_typed(
     monkeypatch.setattr(index_module, "retrying", lambda fn: retrying(fn, sleep=lambda _s: None))
     failures = [2]
 
-    def throttled(table: Any) -> dict[str, str]:
+    def throttled(table: Any, vector_min_rows: int = 50_000) -> dict[str, str]:
         if failures[0] > 0:
             failures[0] -= 1
             raise PublishError("building indexes failed") from OSError("503 Service Unavailable SlowDown")
-        return ensure_indexes(table)
+        return ensure_indexes(table, vector_min_rows)
 
     monkeypatch.setattr(index_module, "ensure_indexes", throttled)
     index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
@@ -106,10 +106,29 @@ def test_indexes_throttled_after_the_commit_are_retried_then_typed(
         index.publish(_rows("b.md", 1), {"b.md"}, "r2", "h")
     assert _ids(index) == ["a.md-0", "a.md-1", "b.md-0"]  # the commit stands
 
-    def broken(table: Any) -> dict[str, str]:
+    def broken(table: Any, vector_min_rows: int = 50_000) -> dict[str, str]:
         raise PublishError("building indexes failed") from ValueError("Schema error: no such column")
 
     monkeypatch.setattr(index_module, "ensure_indexes", broken)  # not transient: raised at once
     with pytest.raises(PublishError, match="is live, but building indexes failed") as err:
         index.publish(_rows("c.md", 1), {"c.md"}, "r3", "h")
     assert not isinstance(err.value, TransientStoreError)
+
+
+def test_indexes_built_on_their_own_connection_are_in_the_published_version(tmp_path: Any) -> None:
+    """The index builds run on a connection of their own (its caches dropped afterwards): the
+    version the publish returns and tags is the one holding the new indexes, the caller's
+    handle is at it, and a second publish folds into the same indexes instead of rebuilding."""
+    from tessera.store.indexes import index_state
+
+    index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
+    first = index.publish(_rows("a.md", 40), {"a.md"}, "r1", "h")
+    table = index.table()
+    assert table is not None and first.version == int(table.version)
+    assert {"embedding_text", "doc_id"} <= set(index_state(table))
+    assert table.tags.list()[first.tag]["version"] == first.version
+    assert index.last_indexes.get("embedding_text") == "created"
+    second = index.publish(_rows("b.md", 2), {"b.md"}, "r2", "h")
+    assert second.version > first.version
+    assert index.last_indexes.get("embedding_text") == "updated"  # folded, not rebuilt
+    assert len(_ids(index)) == 42 and _ids(index)[-2:] == ["b.md-0", "b.md-1"]
