@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -115,9 +117,20 @@ def block_message(plan: dict[str, Any]) -> str:
 
 
 def plan_fingerprint(live: dict[str, DocState]) -> str:
-    """The live state a run plans from; the publish refuses to commit if it has changed."""
-    names = [f.name for f in fields(DocState)]  # flat: field by field, not asdict (a deep copy)
-    return canonical_hash(sorted((d, {n: getattr(s, n) for n in names}) for d, s in live.items()))
+    """The live state a run plans from; the publish refuses to commit if it has changed.
+
+    The canonical hash of ``sorted((doc_id, {field: value}) for each document)``, hashed a
+    document at a time: the same bytes as one ``json.dumps`` of that list, which held the
+    list and its whole encoding at once (88 MB of Python objects at 100,000 documents)."""
+    names = sorted(f.name for f in fields(DocState))
+    encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+    digest = hashlib.sha256(b"[")
+    for i, doc_id in enumerate(sorted(live)):
+        state = live[doc_id]
+        item = encode([doc_id, {n: getattr(state, n) for n in names}])
+        digest.update((b"," if i else b"") + item.encode("utf-8"))
+    digest.update(b"]")
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ from tessera.store.db import (
 )
 from tessera.store.health import open_checked, read_guard
 from tessera.store.indexes import VECTOR_INDEX_MIN_ROWS, ensure_indexes
+from tessera.store.manifest import DocState as DocState
+from tessera.store.manifest import read_manifest
 from tessera.store.memory import release_memory
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.retry import COMMIT_ATTEMPTS, retrying
@@ -53,17 +55,6 @@ class StreamedRows:
         return cls(
             lambda: pa.RecordBatchReader.from_batches(table.schema, table.to_batches()), table.num_rows, ids
         )
-
-
-@dataclass(frozen=True)
-class DocState:
-    revision: str
-    meta_hash: str
-    config_hash: str
-    chunks: int
-    acl_source: str = ""
-    parser_version: str = ""
-    """The parser version its rows were parsed with ("" for a table without the column)."""
 
 
 @dataclass(frozen=True)
@@ -151,29 +142,8 @@ class TenantIndex:
         table = self.table()
         if table is None:
             return {}
-        cols = ["doc_id", "revision", "meta_hash", "chunking_config_hash"]
-        optional = ["acl_source", "parser_version"]  # older tables lack them until their next publish
-        present = [c for c in optional if c in table.schema.names]
         with read_guard(self.db, self.tenant, self.model_key):  # a damaged file is StoreDamaged
-            data = table.search().select(cols + present).limit(None).to_arrow()
-        for c in optional:
-            if c not in present:
-                data = data.append_column(c, pa.nulls(data.num_rows, pa.string()))
-        # per document: its last row's values and its row count, grouped in Arrow (in order)
-        fields = [*cols[1:], *optional]
-        per_doc = data.group_by("doc_id", use_threads=False).aggregate(
-            [*((c, "last") for c in fields), ("doc_id", "count")]
-        )
-        names = [f"{c}_last" for c in fields]
-        return {
-            doc_id: DocState(rev, meta, cfg, n, src or "", parser or "")
-            for doc_id, rev, meta, cfg, src, parser, n in zip(
-                per_doc.column("doc_id").to_pylist(),
-                *(per_doc.column(c).to_pylist() for c in names),
-                per_doc.column("doc_id_count").to_pylist(),
-                strict=True,
-            )
-        }
+            return read_manifest(table)
 
     def document_ids(self) -> set[str]:
         """The documents the live table holds: one column read, deduplicated in Arrow (the
