@@ -90,11 +90,11 @@ def test_indexes_throttled_after_the_commit_are_retried_then_typed(
     monkeypatch.setattr(index_module, "retrying", lambda fn: retrying(fn, sleep=lambda _s: None))
     failures = [2]
 
-    def throttled(table: Any, vector_min_rows: int = 50_000) -> dict[str, str]:
+    def throttled(table: Any, vector_min_rows: int = 50_000, check_recall: bool = True) -> dict[str, str]:
         if failures[0] > 0:
             failures[0] -= 1
             raise PublishError("building indexes failed") from OSError("503 Service Unavailable SlowDown")
-        return ensure_indexes(table, vector_min_rows)
+        return ensure_indexes(table, vector_min_rows, check_recall)
 
     monkeypatch.setattr(index_module, "ensure_indexes", throttled)
     index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
@@ -106,7 +106,7 @@ def test_indexes_throttled_after_the_commit_are_retried_then_typed(
         index.publish(_rows("b.md", 1), {"b.md"}, "r2", "h")
     assert _ids(index) == ["a.md-0", "a.md-1", "b.md-0"]  # the commit stands
 
-    def broken(table: Any, vector_min_rows: int = 50_000) -> dict[str, str]:
+    def broken(table: Any, vector_min_rows: int = 50_000, check_recall: bool = True) -> dict[str, str]:
         raise PublishError("building indexes failed") from ValueError("Schema error: no such column")
 
     monkeypatch.setattr(index_module, "ensure_indexes", broken)  # not transient: raised at once
