@@ -15,7 +15,6 @@ from tessera.pipeline.context import RunContext
 from tessera.pipeline.failures import in_scope
 from tessera.pipeline.progress import log as progress_log
 from tessera.pipeline.relabel import split_meta_only
-from tessera.serde import doc_to_json
 from tessera.sources.base import Listing, Verdict
 from tessera.sources.policy import POLICY_FILE
 from tessera.store.index import DocState
@@ -288,7 +287,6 @@ def _list_step(rc: RunContext) -> dict[str, Any]:
     rc.write_listing(
         {
             "summary": summary,
-            "documents": [doc_to_json(doc) for doc in listing.documents],
             "to_parse": to_parse,
             "meta_only": [x for x in d.meta_only if x in to_parse],
             "relabel": d.relabel,

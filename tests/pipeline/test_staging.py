@@ -159,6 +159,35 @@ def test_the_listing_a_context_wrote_reads_as_the_file_does(ws: Workspace) -> No
     assert rc.listing()[0]["to_parse"] == []
 
 
+def test_the_listing_is_written_a_document_at_a_time_as_one_json_object(ws: Workspace) -> None:
+    """The streamed ``listing.json`` is the JSON of the data with its documents (any text,
+    quotes and non-ASCII names kept as they are), read back equal by another context; data
+    that already holds documents is refused rather than written with the key twice."""
+    import json
+
+    from tessera.errors import InternalError
+    from tessera.serde import doc_to_json
+    from tessera.types import SourceDocument
+
+    ws.tenant("acme", {"a.md": "# A\n"})
+    rc = ws.context("acme", "r1")
+    docs = [
+        SourceDocument("acme", name, f"file:///{name}", "r" * 64, "text/markdown", ("u", 'q"x'), ("g",))
+        for name in ["a.md", 'dé "quoted".md', "日本/b.md"]
+    ]
+    data: dict[str, Any] = {"summary": {"n": 3, "note": "ü \\ \n"}, "to_parse": ["a.md"], "empty": False}
+    for documents in (docs, []):
+        rc.write_listing(data, documents)
+        text = (rc.workspace / staging.LISTING).read_text(encoding="utf-8")
+        assert json.loads(text) == {"documents": [doc_to_json(d) for d in documents], **data}
+        assert "日本" in text or not documents  # written as it is, not escaped
+        fresh = ws.context("acme", "r1")
+        assert fresh.listing() == (data, {d.doc_id: d for d in documents})
+    with pytest.raises(InternalError, match="documents"):
+        rc.write_listing({**data, "documents": []}, docs)
+    assert json.loads((rc.workspace / staging.LISTING).read_text(encoding="utf-8"))["documents"] == []
+
+
 PLAIN = Chunk(
     id="", tenant="acme", doc_id="d.md", revision="r", start=0, end=4, text="text",
     embedding_text="text", byte_start=0, byte_end=4, heading_path=(), anchor="", position=0,
