@@ -10,9 +10,10 @@ append, before the indexes are built, from 1,017 to 652 MB.
 
 :func:`release_memory` asks Arrow's pool to release unused memory and, on glibc, calls
 ``malloc_trim(0)``. It is called between the steps of a run and between a publish's commit and
-its index builds. It runs no garbage collection (see the function). The step figures above
-were measured with a collection in each call; the whole run's peak was measured again without
-one (``bench/results/memory_scaling.json``: 1,090 MB at 100,000 documents, 572 MB at 10,000).
+its index builds, and after each index phase (each on a connection of its own). It runs no
+garbage collection (see the function). The step figures above were measured with a collection
+in each call; the whole run's peak was measured again without one: 1,090 MB at 100,000
+documents, 572 MB at 10,000 (the latest figures are in ``bench/results/memory_scaling.json``).
 """
 
 from __future__ import annotations
