@@ -44,9 +44,13 @@ _json_str = json.encoder.encode_basestring
 """A JSON string literal as ``json.dumps(..., ensure_ascii=False)`` writes it (its C encoder)."""
 
 
+canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""Canonical JSON (sorted keys, no whitespace), what :func:`canonical_hash` hashes."""
+
+
 def canonical_hash(value: Any) -> str:
     """sha256 of canonical JSON (sorted keys, no whitespace)."""
-    return sha256_hex(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    return sha256_hex(canonical_json(value))
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -129,11 +130,18 @@ class RunContext:
         return split(np.load(self.workspace / SENTENCE_VECTORS), [int(n) for n in counts])
 
     def write(self, name: str, data: Any) -> None:
+        with self._replacing(name) as f:
+            f.write(json.dumps(data, ensure_ascii=False))
+
+    @contextmanager
+    def _replacing(self, name: str) -> Iterator[TextIO]:
+        """A text file that replaces workspace file ``name`` atomically once written."""
         if name == LISTING:
             self._listing = None
         self.workspace.mkdir(parents=True, exist_ok=True)
         tmp = self.workspace / f".{name}.tmp"
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        with tmp.open("w", encoding="utf-8") as f:
+            yield f
         tmp.replace(self.workspace / name)
 
     def write_listing(self, data: dict[str, Any], documents: list[SourceDocument]) -> None:
@@ -147,11 +155,8 @@ class RunContext:
         string of the whole file took a 100,000-document listing from 267 to 429 MB."""
         if "documents" in data:
             raise InternalError("write_listing takes the documents apart, not in data")
-        self._listing = None
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        tmp = self.workspace / f".{LISTING}.tmp"
         encode = json.JSONEncoder(ensure_ascii=False).encode
-        with tmp.open("w", encoding="utf-8") as f:
+        with self._replacing(LISTING) as f:
             f.write('{"documents": [')
             for i, doc in enumerate(documents):
                 f.write((", " if i else "") + encode(doc_to_json(doc)))
@@ -159,7 +164,6 @@ class RunContext:
             for key, value in data.items():
                 f.write(f", {encode(key)}: {encode(value)}")
             f.write("}")
-        tmp.replace(self.workspace / LISTING)
         st = (self.workspace / LISTING).stat()
         rest = json.loads(json.dumps(data))
         self._listing = ((st.st_size, st.st_mtime_ns, st.st_ino), rest, {d.doc_id: d for d in documents})

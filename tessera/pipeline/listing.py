@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -18,7 +17,7 @@ from tessera.pipeline.relabel import split_meta_only
 from tessera.sources.base import Listing, Verdict
 from tessera.sources.policy import POLICY_FILE
 from tessera.store.index import DocState
-from tessera.types import canonical_hash
+from tessera.types import canonical_hash, canonical_json
 
 
 def _enumerate(rc: RunContext) -> Listing:
@@ -121,12 +120,11 @@ def plan_fingerprint(live: dict[str, DocState]) -> str:
     The canonical hash of ``sorted((doc_id, {field: value}) for each document)``, hashed a
     document at a time: the same bytes as one ``json.dumps`` of that list, which held the
     list and its whole encoding at once (88 MB of Python objects at 100,000 documents)."""
-    names = sorted(f.name for f in fields(DocState))
-    encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+    names = [f.name for f in fields(DocState)]
     digest = hashlib.sha256(b"[")
     for i, doc_id in enumerate(sorted(live)):
         state = live[doc_id]
-        item = encode([doc_id, {n: getattr(state, n) for n in names}])
+        item = canonical_json([doc_id, {n: getattr(state, n) for n in names}])
         digest.update((b"," if i else b"") + item.encode("utf-8"))
     digest.update(b"]")
     return digest.hexdigest()

@@ -45,7 +45,7 @@ def fold_manifest(batches: Iterable[pa.RecordBatch]) -> dict[str, DocState]:
     document whose rows span batches counts them all and keeps the values of its last row."""
     states: dict[str, DocState] = {}
     shared: dict[str, str] = {}
-    fields = ["revision", "meta_hash", "chunking_config_hash", *OPTIONAL_COLUMNS]
+    fields = [*MANIFEST_COLUMNS[1:], *OPTIONAL_COLUMNS]
     for batch in batches:
         if batch.num_rows == 0:
             continue
