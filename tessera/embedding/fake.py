@@ -2,6 +2,13 @@
 
 It has a real identity (its own name and version), so its vectors never mix with a real
 model's, and it is good enough to rank lexical matches first in tests.
+
+A word's bucket and sign come from its blake2b hash, remembered per embedder (a bounded
+dict): benchmarks run the pipeline with this embedder so that only the pipeline's own cost is
+counted, and hashing every word of every text took 1.0 s of a 12 s run of 8,000 chunks. The
+vectors of a batch are counted in one ``bincount``; they are the same, bit for bit, as adding
+the words one at a time (whole counts are exact in float32, so the order of the sums does not
+matter).
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from tessera.embedding.base import Vectors
 from tessera.embedding.identity import ModelIdentity
 
 _WORD = re.compile(r"\w+")
+_KEEP_WORDS = 1 << 18
+"""Words whose bucket an embedder remembers; the memo starts over when it is full."""
 
 
 class HashEmbedder:
@@ -28,25 +37,50 @@ class HashEmbedder:
             normalize=True,
         )
         self.calls: list[int] = []  # batch sizes seen, for tests
+        self._codes: dict[str, int] = {}
 
-    def _vec(self, text: str) -> Vectors:
-        v = np.zeros(self.identity.dimension, dtype=np.float32)
-        for w in _WORD.findall(text.lower()):
-            h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
-            v[h % self.identity.dimension] += 1.0 if (h >> 32) & 1 else -1.0
-        norm = float(np.linalg.norm(v))
-        if norm == 0.0:
-            v[0] = 1.0
-            return v
-        return v / norm
+    def _code(self, word: str) -> int:
+        """``bucket + 1``, negative when the word counts -1."""
+        code = self._codes.get(word)
+        if code is None:
+            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+            code = (h % self.identity.dimension + 1) * (1 if (h >> 32) & 1 else -1)
+            if len(self._codes) >= _KEEP_WORDS:
+                self._codes.clear()
+            self._codes[word] = code
+        return code
+
+    def _vectors(self, texts: Sequence[str]) -> Vectors:
+        dim = self.identity.dimension
+        rows: list[int] = []
+        codes: list[int] = []
+        known = self._codes.get
+        for i, text in enumerate(texts):
+            words = _WORD.findall(text.lower())
+            looked = list(map(known, words))
+            found = (
+                [self._code(w) if c is None else c for c, w in zip(looked, words, strict=True)]
+                if None in looked
+                else looked
+            )
+            codes.extend(found)  # type: ignore[arg-type]  # no None is left
+            rows.extend([i] * len(found))
+        code = np.asarray(codes, np.int64)
+        cells = np.asarray(rows, np.int64) * dim + np.abs(code) - 1
+        counts = np.bincount(cells, weights=np.sign(code).astype(np.float64), minlength=len(texts) * dim)
+        out = counts.astype(np.float32).reshape(len(texts), dim)
+        for v in out:  # one row at a time, as a single text is normalized
+            norm = float(np.linalg.norm(v))
+            if norm == 0.0:
+                v[0] = 1.0
+            else:
+                v /= norm
+        return out
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         self.calls.append(len(texts))
-        return (
-            np.stack([self._vec(t) for t in texts])
-            if texts
-            else np.zeros((0, self.identity.dimension), np.float32)
-        )
+        return self._vectors(texts)
 
     def embed_query(self, text: str) -> Vectors:
-        return self._vec(text)
+        vector: Vectors = self._vectors([text])[0]
+        return vector
