@@ -2,9 +2,9 @@
 
 The same rows :func:`tessera.store.schema.build_rows` builds from :class:`~tessera.types.Chunk`
 objects, built column by column from the staged Arrow batch: the chunk's own columns are
-taken as staged, a document's metadata is computed once per document and spread over its
-rows, and only the checksum (a hash of each row's text and offsets) and PDF page boxes go
-through Python row by row. The publish step builds every row twice (the checks, then the
+taken as staged (the checksum too: the worker that chunked the rows hashed them), a
+document's metadata is computed once per document and spread over its rows, and only PDF page
+boxes go through Python row by row. The publish step builds every row twice (the checks, then the
 commit), in the one process the whole run waits on; the object round trip was most of that
 step's own work.
 """
@@ -61,6 +61,15 @@ def _pages(column: pa.Array, schema: pa.Schema) -> pa.Array:
     return pa.array(boxes, target)
 
 
+def _checksums(batch: pa.RecordBatch) -> pa.Array:
+    """:attr:`Chunk.checksum` of each row, for chunks staged without it (an older release)."""
+    texts, embedded = batch.column("text").to_pylist(), batch.column("embedding_text").to_pylist()
+    starts, ends = batch.column("start").to_pylist(), batch.column("end").to_pylist()
+    return pa.array(
+        [canonical_hash(list(v)) for v in zip(texts, embedded, starts, ends, strict=True)], pa.string()
+    )
+
+
 def staged_row_table(
     batch: pa.RecordBatch,
     docs: dict[str, SourceDocument],
@@ -88,11 +97,7 @@ def staged_row_table(
     cols: dict[str, pa.Array] = {name: batch.column(name) for name in _AS_STAGED}
     for name in _PER_DOCUMENT:
         cols[name] = pa.array([m[name] for m in meta], schema.field(name).type).take(where)
-    texts, embedded = batch.column("text").to_pylist(), batch.column("embedding_text").to_pylist()
-    starts, ends = batch.column("start").to_pylist(), batch.column("end").to_pylist()
-    cols["checksum"] = pa.array(
-        [canonical_hash(list(v)) for v in zip(texts, embedded, starts, ends, strict=True)], pa.string()
-    )
+    cols["checksum"] = batch.column("checksum") if "checksum" in batch.schema.names else _checksums(batch)
     cols["pages"] = _pages(batch.column("pages"), schema)
     cols["model_version"] = pa.array([model_version] * n, pa.string())
     cols["run_id"] = pa.array([run_id] * n, pa.string())

@@ -55,11 +55,14 @@ CHUNK_SCHEMA = pa.schema(
         ("pages", pa.list_(pa.struct([("page", _I), ("bbox", pa.list_(pa.float64()))]))),
         ("parts", pa.list_(pa.struct([("part", _S), ("locator", _S), ("start", _I), ("end", _I),
                                       ("lead", _S), ("tail", _S)]))),
-        ("dup_group", _S), ("dup_bands", _STRS),
+        ("dup_group", _S), ("dup_bands", _STRS), ("checksum", _S),
     ]
 )  # fmt: skip
+"""``checksum`` is :attr:`Chunk.checksum`, computed by the worker that chunked it (a hash of
+the texts and offsets: the publish step's checks and its commit would each hash every row
+again, in the one process the run waits on)."""
 _TUPLES = ("heading_path", "flags")
-_FIELDS = [f.name for f in CHUNK_SCHEMA if f.name not in ("dup_group", "dup_bands")]
+_FIELDS = [f.name for f in CHUNK_SCHEMA if f.name not in ("dup_group", "dup_bands", "checksum")]
 
 Dedup = tuple[str, Sequence[str]]
 
@@ -77,6 +80,7 @@ def chunk_batch(chunks: Sequence[Chunk], dedup: Sequence[Dedup]) -> pa.RecordBat
     cols["parts"] = [[part_dict(p) for p in c.parts] for c in chunks]
     cols["dup_group"] = [g for g, _ in dedup]
     cols["dup_bands"] = [list(b) for _, b in dedup]
+    cols["checksum"] = [c.checksum for c in chunks]
     return pa.RecordBatch.from_pydict(cols, schema=CHUNK_SCHEMA)
 
 
@@ -86,6 +90,7 @@ def chunks_of(batch: pa.RecordBatch) -> tuple[list[Chunk], list[Dedup]]:
     dedup: list[Dedup] = []
     for row in batch.to_pylist():
         dedup.append((row.pop("dup_group"), tuple(row.pop("dup_bands") or ())))
+        row.pop("checksum", None)  # a property of the chunk
         for name in _TUPLES:
             row[name] = tuple(row[name] or ())
         row["pages"] = tuple(PageSpan(p["page"], tuple(p["bbox"])) for p in row["pages"] or ())
