@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ def phase(root: Path) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     out: dict[str, Any] = {}
     t_all = time.perf_counter()
-    for name, step in zip(STEPS, (list_step, parse_step, chunk_step, embed_step, publish_step), strict=True):
+    listing = partial(list_step, prestart=True)  # as ``run_tenant`` runs it: the pool starts while it lists
+    for name, step in zip(STEPS, (listing, parse_step, chunk_step, embed_step, publish_step), strict=True):
         t0 = time.perf_counter()
         out[name] = step(rc)
         seconds[name] = round(time.perf_counter() - t0, 3)

@@ -21,8 +21,10 @@ executor stages identical rows.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -33,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 from tessera.config_execution import ExecutionConfig
 from tessera.errors import ConfigError
 
+log = logging.getLogger(__name__)
 A = TypeVar("A")
 B = TypeVar("B")
 
@@ -152,6 +155,30 @@ def executor_for(cfg: ExecutionConfig, documents: int) -> Executor:
     if cfg.executor == "ray":
         return RayExecutor(worker_count(cfg), cfg.ray_address)
     raise ConfigError("execution.executor", f"unknown executor {cfg.executor!r}")
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+def warm(cfg: ExecutionConfig, documents: int) -> None:
+    """Start the worker pool that a step over ``documents`` documents will use, without
+    waiting for it: the listing calls this once it knows how many documents the run will
+    parse, so the workers start (a forkserver, its imports, a fork per worker) while it stores
+    the changed bytes and writes the listing, instead of at the start of the parse step.
+    Nothing happens for a step that will run inline."""
+    ex = executor_for(cfg, documents)
+    if isinstance(ex, ProcessExecutor) and ex.workers > 1 and documents > cfg.batch_documents:
+        pool = _pool(ex.workers)  # the pool's first submit starts its processes and waits for them:
+        threading.Thread(target=_submit_ready, args=(pool, ex.workers), daemon=True).start()  # not here
+
+
+def _submit_ready(pool: ProcessPoolExecutor, workers: int) -> None:
+    try:
+        for _ in range(workers):
+            pool.submit(_ready)
+    except (BrokenProcessPool, RuntimeError) as e:  # the step's own submit meets it again and raises
+        log.warning("worker pool did not start ahead of the parse step: %s", e)
 
 
 def batches(items: Sequence[A], size: int) -> list[list[A]]:

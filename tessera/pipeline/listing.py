@@ -9,6 +9,7 @@ from typing import Any
 
 from tessera.errors import DocumentError, PolicyError, SourceError, TesseraError
 from tessera.parsing.base import ParserVersions
+from tessera.pipeline import executors
 from tessera.pipeline.alloc import collector_paused
 from tessera.pipeline.context import RunContext
 from tessera.pipeline.failures import in_scope
@@ -235,18 +236,25 @@ def check_sources(rc: RunContext) -> dict[str, Any]:
     }
 
 
-def list_step(rc: RunContext) -> dict[str, Any]:
-    """Enumerate the source, diff it against what is live, and store changed raw bytes."""
+def list_step(rc: RunContext, prestart: bool = False) -> dict[str, Any]:
+    """Enumerate the source, diff it against what is live, and store changed raw bytes.
+
+    ``prestart``: the parse step will run next in this process (``run_tenant``), so the worker
+    pool it will use is started as soon as the diff says how many documents it parses, and
+    starts while the changed bytes are stored (``executors.warm``). Off where each step may
+    run in its own process (Dagster's multiprocess executor), which would start it for nothing."""
     with collector_paused():
-        return _list_step(rc)
+        return _list_step(rc, prestart)
 
 
-def _list_step(rc: RunContext) -> dict[str, Any]:
+def _list_step(rc: RunContext, prestart: bool) -> dict[str, Any]:
     assert rc.connector is not None
     d = diff(rc)
     listing = d.listing
     quarantined = [{"doc_id": f.doc_id, "reason": f.reason, "message": f.message} for f in listing.failed]
     by_id = {doc.doc_id: doc for doc in listing.documents}
+    if prestart:
+        executors.warm(rc.config.execution, len(d.changed) + len(d.meta_only))
     to_parse = []
     for doc_id in d.changed + d.meta_only:
         try:

@@ -9,6 +9,7 @@ chains the steps for the CLI and the tests. The steps live in :mod:`tessera.pipe
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from tessera.errors import StalePlanError
@@ -40,7 +41,7 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
     for attempt in range(1, PLAN_ATTEMPTS + 1):
         out: dict[str, Any] = {}
         for name, step in (
-            ("listing", list_step),
+            ("listing", partial(list_step, prestart=True)),  # the parse step runs next, here
             ("parse", parse_step),
             ("chunk", chunk_step),
             ("embed", embed_step),

@@ -119,3 +119,35 @@ def test_a_slow_consumer_keeps_a_bounded_number_of_batches_in_flight(tmp_path: A
     stopped.close()  # a consumer that stops early leaves nothing queued behind it
     time.sleep(0.5)
     assert len(os.listdir(tmp_path / "x")) <= 1 + window
+
+
+def test_warm_starts_the_pool_a_process_step_will_use_and_nothing_else() -> None:
+    """The listing warms the pool once it knows how many documents will be parsed, so the
+    workers start while it writes; a step that will run inline starts nothing."""
+    import time
+
+    from tessera.pipeline import executors
+
+    workers = 3  # a pool no other test uses
+    cfg = parse_execution(
+        {"executor": "process", "workers": workers, "min_documents": 10, "batch_documents": 4}
+    )
+    inline = ExecutionConfig(executor="inline", min_documents=0)
+    executors._POOLS.pop(workers, None)
+    try:
+        for quiet, n in ((cfg, 9), (cfg, 4), (inline, 10**6)):  # below min_documents, one batch, inline
+            executors.warm(quiet, n)
+            assert workers not in executors._POOLS, (quiet, n)
+        executors.warm(cfg, 10)
+        pool = executors._POOLS[workers]
+        deadline = time.monotonic() + 60
+        while len(pool._processes or {}) < workers:  # started in the background, not waited for
+            assert time.monotonic() < deadline, "the warmed pool never started its workers"
+            time.sleep(0.05)
+        started = set(pool._processes)
+        pids = set(ProcessExecutor(workers).map(_pid, list(range(12))))
+        assert pids <= started and os.getpid() not in pids  # the step ran on the warmed workers
+    finally:
+        pool = executors._POOLS.pop(workers, None)
+        if pool is not None:
+            pool.shutdown(wait=True)
