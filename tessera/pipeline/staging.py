@@ -105,13 +105,16 @@ class ChunkWriter:
     Batches are gathered into row groups of about :data:`BATCH_ROWS` rows, without column
     statistics: the writer holds each row group's metadata until it closes, and a row group per
     16-document task (one per 64 chunks) made that grow with the corpus (about 30 KB a row
-    group, 250 MB at 400,000 chunks)."""
+    group, 250 MB at 400,000 chunks). Nor with dictionary pages: a staged column is mostly
+    distinct strings (ids, texts), and 8,000 staged chunks wrote in 37 ms and read back in 36 ms
+    with them, in 33 and 15 ms without (the file 2 % smaller); a run reads its chunks back several
+    times, in the process every worker waits on."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._tmp = path.with_name(f".{path.name}.tmp")
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self._tmp, CHUNK_SCHEMA, write_statistics=False)
+        self._writer = pq.ParquetWriter(self._tmp, CHUNK_SCHEMA, write_statistics=False, use_dictionary=False)
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self.rows = 0
