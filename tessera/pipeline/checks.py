@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tessera.parsing.office_locate import describe, part_spans, parts_match
 from tessera.parsing.slices import source_slice_matches
@@ -19,28 +20,30 @@ T = TypeVar("T")
 
 
 def check_rows(rows: pa.Table, tenant: str, dimension: int) -> list[str]:
-    """Problems in a set of chunk rows: ids, tenant, ACL, vectors."""
+    """Problems in a set of chunk rows: ids, tenant, ACL, vectors. Counted by Arrow kernels:
+    the publish checks every staged row in the process the whole run waits on."""
     problems: list[str] = []
     if rows.num_rows == 0:
         return problems
-    ids = rows.column("id").to_pylist()
-    dupes = [i for i, n in Counter(ids).items() if n > 1]
-    if dupes:
-        problems.append(f"{len(dupes)} duplicate chunk ids, e.g. {dupes[0]}")
-    foreign = {t for t in rows.column("tenant").to_pylist() if t != tenant}
+    counts = pc.value_counts(rows.column("id"))  # in order of first appearance
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        problems.append(f"{len(repeated)} duplicate chunk ids, e.g. {repeated.field('values')[0].as_py()}")
+    foreign = {t for t in pc.unique(rows.column("tenant")).to_pylist() if t != tenant}
     if foreign:
-        problems.append(f"rows of other tenants: {sorted(foreign)}")
-    no_acl = sum(
-        1
-        for r, g in zip(rows.column("readers").to_pylist(), rows.column("groups").to_pylist(), strict=True)
-        if not r and not g
-    )
+        problems.append(f"rows of other tenants: {sorted(foreign, key=lambda t: (t is None, t or ''))}")
+    no_acl = pc.sum(pc.and_(_empty(rows.column("readers")), _empty(rows.column("groups")))).as_py()
     if no_acl:
         problems.append(f"{no_acl} rows without any reader or group")
     vtype = rows.schema.field("vector").type
     if not isinstance(vtype, pa.FixedSizeListType) or vtype.list_size != dimension:
         problems.append(f"vector type {vtype} does not have dimension {dimension}")
     return problems
+
+
+def _empty(lists: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Whether each list is empty or null."""
+    return pc.fill_null(pc.equal(pc.list_value_length(lists), 0), True)
 
 
 def check_offsets(rows: Iterable[dict[str, Any]], blobs: BlobStore) -> list[str]:
