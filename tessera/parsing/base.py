@@ -97,11 +97,26 @@ def register_parser(content_type: str, factory: ParserFactory, extensions: tuple
     _claim(content_type, extensions)
 
 
+_BUILT: dict[str, tuple[ParserFactory, Parser]] = {}
+"""content type -> (the factory registered when it was built, the parser)."""
+
+
 def get_parser(content_type: str) -> Parser:
+    """The parser of ``content_type``: one per registered factory and process, reused for every
+    document. Parsers keep no state between documents (each parse has its own deadline and
+    offset map), and building one cost more than parsing a short document: markdown-it's
+    renderer inspects itself on every build (about 1 ms, paid twice per document: once to ask
+    the parse cache for its version, once to parse; and per sampled row by the offset checks)."""
     try:
-        return PARSERS.get(content_type)()
+        factory = PARSERS.get(content_type)
     except UnknownName:
         raise DocumentError("?", "unsupported_type", f"no parser for content type {content_type!r}") from None
+    built = _BUILT.get(content_type)
+    if built is not None and built[0] is factory:
+        return built[1]
+    parser = factory()
+    _BUILT[content_type] = (factory, parser)
+    return parser
 
 
 def path_suffix(path: str) -> str:
@@ -128,31 +143,13 @@ def canonical_suffix(suffix: str) -> str | None:
     return _CANONICAL[EXTENSIONS.get(ext)] if ext in EXTENSIONS else None
 
 
-_HOOKS: dict[tuple[str, str], tuple[object, Callable[..., object] | None]] = {}
-"""(content type, hook name) -> (the factory it was read from, the hook)."""
-
-
 def _hook(content_type: str | None, name: str) -> Callable[..., object] | None:
-    """A parser's optional hook, read from one instance per registered factory: the checks
-    ask for it per sampled row, and building a parser to ask (markdown-it's renderer inspects
-    itself on every build) cost 2 ms a row, 0.1 s of every publish's offset check."""
     if content_type is None:
         return None
     try:
-        factory = PARSERS.get(content_type)
-    except UnknownName:
+        hook: Callable[..., object] | None = getattr(get_parser(content_type), name, None)
+    except DocumentError:
         return None
-    cached = _HOOKS.get((content_type, name))
-    if cached is not None and cached[0] is factory:
-        return cached[1]
-    if isinstance(factory, type) and not hasattr(factory, name):
-        hook: Callable[..., object] | None = None
-    else:
-        try:
-            hook = getattr(factory(), name, None)
-        except DocumentError:  # a parser that cannot be built here (a missing native library)
-            return None
-    _HOOKS[(content_type, name)] = (factory, hook)
     return hook
 
 

@@ -1,6 +1,7 @@
-"""A parser's optional hooks (``slice_matches``, ``source_encoding``) are read from one
-instance per registered factory, not from a parser built per row, and always from the factory
-registered now."""
+"""One parser per registered factory and process (``get_parser``): its optional hooks
+(``slice_matches``, ``source_encoding``) and its parses come from the same instance, never
+from a parser built per row or per document, and always from the factory registered now; a
+reused parser parses every document as a fresh one does."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def isolated(monkeypatch: pytest.MonkeyPatch) -> None:
         reg.names()
         monkeypatch.setattr(reg, "_entries", dict(reg._entries))
     monkeypatch.setattr(base, "_CANONICAL", dict(base._CANONICAL))
-    monkeypatch.setattr(base, "_HOOKS", {})
+    monkeypatch.setattr(base, "_BUILT", {})
 
 
 class Upper:
@@ -45,7 +46,7 @@ def test_a_hook_is_read_from_one_parser_per_factory(monkeypatch: pytest.MonkeyPa
     assert Upper.built == 1
 
 
-def test_a_parser_without_the_hook_is_never_built_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_parser_without_the_hook_is_built_once_and_parses_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
 
     class Counted(MarkdownParser):
@@ -58,7 +59,8 @@ def test_a_parser_without_the_hook_is_never_built_to_ask(monkeypatch: pytest.Mon
     assert slice_matches("text/x-counted", raw, 0, len(raw), "line one\nline two")  # the text rule
     assert not slice_matches("text/x-counted", raw, 0, len(raw), "line one")
     assert source_encoding("text/x-counted", raw) == "utf-8"
-    assert built == []
+    assert base.get_parser("text/x-counted") is base.get_parser("text/x-counted")
+    assert built == [1]
 
 
 def test_the_factory_registered_now_answers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,3 +92,32 @@ def test_builtin_html_hook_still_compares_as_html() -> None:
     raw = b"<p>a &amp; b</p>"
     assert slice_matches("text/html", raw, 0, len(raw), "a & b")
     assert not slice_matches("text/html", raw, 0, len(raw), "a &amp; b")
+
+
+MARKDOWN = [
+    b"# Title\n\nSome *text* and a [link](http://x).\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+    b"plain line\n\n- item one\n- item two\n\n```python\nprint(1)\n```\n",
+    b"# Big\n\n" + b"word *emphasis* `code` " * 4000,  # past INLINE_CHECK_BYTES: the checked renderer
+    b"",
+    b"> quote\n>\n> # heading in a quote\n",
+]
+HTML = [
+    b"<html><body><nav>menu</nav><article><h1>T</h1><p>a &amp; b</p></article></body></html>",
+    b"<p>one</p><p>two <b>bold</b></p>",
+]
+
+
+@pytest.mark.parametrize(("content_type", "sources"), [("text/markdown", MARKDOWN), ("text/html", HTML)])
+def test_a_reused_parser_parses_every_document_as_a_fresh_one(
+    content_type: str, sources: list[bytes]
+) -> None:
+    from tessera.types import SourceDocument
+
+    def doc(i: int) -> SourceDocument:
+        return SourceDocument("acme", f"d{i}", f"file:///d{i}", "r" * 64, content_type, ("alice",), ())
+
+    shared = base.get_parser(content_type)
+    reused = [shared.parse(doc(i), raw) for i, raw in enumerate(sources * 2)]  # twice, interleaved
+    fresh = [base.PARSERS.get(content_type)().parse(doc(i), raw) for i, raw in enumerate(sources * 2)]
+    assert reused == fresh
+    assert base.get_parser(content_type) is shared
