@@ -6,7 +6,7 @@ of :data:`BATCH_ROWS`, so a step's memory follows the batch size, not the corpus
 
 * ``parsed/<sha256(doc_id)[:32]>.json``: one parsed document (offset map, blocks, layout),
   written by the worker that parsed it and read back one document at a time;
-* ``chunks.parquet``: the staged chunks, one row per chunk in staging order, with their
+* ``chunks.parquet``: the staged chunks, one row per chunk in staging order, with their checksum,
   exact-duplicate group and near-duplicate band keys (:data:`CHUNK_SCHEMA`);
 * ``vectors.npy``: one float32 row per staged chunk, in the same order, appended and read a
   slice at a time with ordinary reads and writes (:class:`StagedVectors`; a memory map kept
