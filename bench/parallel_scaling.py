@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,10 @@ def phase(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     t_all = time.perf_counter()
     listing = partial(list_step, prestart=True)  # as ``run_tenant`` runs it: the pool starts while it lists
-    for name, step in zip(STEPS, (listing, parse_step, chunk_step, embed_step, publish_step), strict=True):
+    steps: tuple[Callable[[RunContext], dict[str, Any]], ...] = (
+        listing, parse_step, chunk_step, embed_step, publish_step
+    )  # fmt: skip
+    for name, step in zip(STEPS, steps, strict=True):
         t0 = time.perf_counter()
         out[name] = step(rc)
         seconds[name] = round(time.perf_counter() - t0, 3)
