@@ -58,14 +58,8 @@ class HashEmbedder:
         codes: list[int] = []
         known = self._codes.get
         for i, text in enumerate(texts):
-            words = _WORD.findall(text.lower())
-            looked = list(map(known, words))
-            found = (
-                [self._code(w) if c is None else c for c, w in zip(looked, words, strict=True)]
-                if None in looked
-                else looked
-            )
-            codes.extend(found)  # type: ignore[arg-type]  # no None is left
+            found = [known(w) or self._code(w) for w in _WORD.findall(text.lower())]  # a code is never 0
+            codes.extend(found)
             rows.extend([i] * len(found))
         code = np.asarray(codes, np.int64)
         cells = np.asarray(rows, np.int64) * dim + np.abs(code) - 1

@@ -84,8 +84,12 @@ class ProcessExecutor:
     def __init__(self, workers: int) -> None:
         self.workers = workers
 
+    def pooled(self, tasks: int) -> bool:
+        """Whether ``tasks`` tasks go to the pool (one task, or one worker, runs here)."""
+        return tasks > 1 and self.workers > 1
+
     def map(self, fn: Callable[[A], B], items: Sequence[A]) -> Iterator[B]:
-        if len(items) <= 1 or self.workers <= 1:
+        if not self.pooled(len(items)):
             yield from (fn(x) for x in items)
             return
         pool = _pool(self.workers)
@@ -168,7 +172,7 @@ def warm(cfg: ExecutionConfig, documents: int) -> None:
     the changed bytes and writes the listing, instead of at the start of the parse step.
     Nothing happens for a step that will run inline."""
     ex = executor_for(cfg, documents)
-    if isinstance(ex, ProcessExecutor) and ex.workers > 1 and documents > cfg.batch_documents:
+    if isinstance(ex, ProcessExecutor) and ex.pooled(-(-documents // cfg.batch_documents)):
         pool = _pool(ex.workers)  # the pool's first submit starts its processes and waits for them:
         threading.Thread(target=_submit_ready, args=(pool, ex.workers), daemon=True).start()  # not here
 
