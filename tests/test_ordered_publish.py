@@ -162,3 +162,88 @@ def test_a_stale_plan_is_refused_at_the_publish_step(ws: Any) -> None:
     with pytest.raises(StalePlanError):
         publish_step(planned)
     assert "revision v0" in _live_texts(ws)
+
+
+def _planned(ws: Any, run_id: str) -> Any:
+    from tessera.pipeline.run import chunk_step, embed_step, list_step, parse_step
+
+    rc = ws.context("acme", run_id)
+    for step in (list_step, parse_step, chunk_step, embed_step):
+        step(rc)
+    return rc
+
+
+def _count_manifest_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from tessera.store import index as index_module
+
+    reads: list[int] = []
+    real = index_module.read_manifest
+
+    def counted(table: Any) -> Any:
+        reads.append(1)
+        return real(table)
+
+    monkeypatch.setattr(index_module, "read_manifest", counted)
+    return reads
+
+
+@pytest.mark.scenario("safety-ordering", "C2")
+def test_the_fence_reads_the_manifest_again_only_when_something_committed(
+    ws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing committed since the plan: the publish reads no manifest and commits. A commit
+    that changes no document (a no-op delete): the manifest is read, matches, and the publish
+    commits. A commit that changes a document: read, refused, nothing written."""
+    from tessera.pipeline.run import publish_step
+
+    src = ws.tenant("acme", {"runbook.md": _text("v0"), "other.md": "# Other\n\nUnrelated page.\n"})
+    ws.run("acme", "r0")
+    reads = _count_manifest_reads(monkeypatch)
+    (src / "runbook.md").write_text(_text("v1"), encoding="utf-8")
+    rc = _planned(ws, "quiet")
+    assert len(reads) == 1  # the listing's
+    assert publish_step(rc)["committed"] is True and len(reads) == 1
+    assert "revision v1" in _live_texts(ws)
+
+    (src / "runbook.md").write_text(_text("v2"), encoding="utf-8")
+    rc = _planned(ws, "after-noop-commit")
+    before = ws.table("acme").version
+    ws.table("acme").delete("doc_id = 'no such document'")
+    assert ws.table("acme").version > before  # a commit, but the same rows
+    reads.clear()
+    assert publish_step(rc)["committed"] is True and len(reads) == 1
+    assert "revision v2" in _live_texts(ws)
+
+    (src / "runbook.md").write_text(_text("v3"), encoding="utf-8")
+    rc = _planned(ws, "after-real-commit")
+    table = ws.table("acme")
+    table.update(where="doc_id = 'other.md'", values={"revision": "planted"})
+    version, rows = ws.table("acme").version, ws.rows("acme")
+    with pytest.raises(StalePlanError):
+        publish_step(rc)
+    assert ws.table("acme").version == version and ws.rows("acme") == rows
+
+
+@pytest.mark.scenario("safety-ordering", "C2")
+def test_a_plan_without_its_commit_is_fenced_by_the_manifest(
+    ws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing that names no commit (an older release's, or one whose commit was not certain)
+    takes the full re-check: stale plans are refused, current ones publish."""
+    from tessera.pipeline.run import publish_step
+    from tessera.store.index import TenantIndex
+
+    real = TenantIndex.planned_state
+    monkeypatch.setattr(TenantIndex, "planned_state", lambda self: (real(self)[0], ""))
+    src = ws.tenant("acme", {"runbook.md": _text("v0")})
+    ws.run("acme", "r0")
+    (src / "runbook.md").write_text(_text("v1"), encoding="utf-8")
+    stale = _planned(ws, "stale")
+    assert stale.listing()[0]["planned_at"] == ""
+    (src / "runbook.md").write_text(_text("v2"), encoding="utf-8")
+    ws.run("acme", "newer")
+    with pytest.raises(StalePlanError):
+        publish_step(stale)
+    (src / "runbook.md").write_text(_text("v3"), encoding="utf-8")
+    assert publish_step(_planned(ws, "current"))["committed"] is True
+    assert "revision v3" in _live_texts(ws)

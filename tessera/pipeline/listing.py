@@ -146,6 +146,8 @@ class Diff:
     relabel: list[str] = field(default_factory=list)
     """Metadata-only changes whose live rows are relabelled, not rebuilt
     (:mod:`tessera.pipeline.relabel`); ``meta_only`` holds the ones parsed again."""
+    planned_at: str = ""
+    """The commit the live state was read at (:func:`tessera.store.manifest.commit_key`)."""
 
     @property
     def fingerprint(self) -> str:
@@ -190,7 +192,7 @@ def diff(rc: RunContext) -> Diff:
 
 def _diff(rc: RunContext) -> Diff:
     listing = _enumerate(rc)
-    live = rc.index.manifest()
+    live, planned_at = rc.index.planned_state()
     _policies_gone(listing, live)
     cfg_hash = rc.chunk_context.config_hash
     parsers = ParserVersions()
@@ -213,7 +215,8 @@ def _diff(rc: RunContext) -> Diff:
     old = {d: live[d].chunks for d in changed + removed if d in live}
     by_id = {d.doc_id: d for d in listing.documents}
     relabel, meta_only = split_meta_only(rc.index.table() if meta_only else None, meta_only, by_id)
-    return Diff(listing, changed, meta_only, removed, len(live), plan_fingerprint(live), old, moved, relabel)
+    fingerprint = plan_fingerprint(live)
+    return Diff(listing, changed, meta_only, removed, len(live), fingerprint, old, moved, relabel, planned_at)
 
 
 def check_sources(rc: RunContext) -> dict[str, Any]:
@@ -301,6 +304,7 @@ def _list_step(rc: RunContext, prestart: bool) -> dict[str, Any]:
             "quarantined": quarantined,
             "deletion": deletion,
             "planned_from": d.planned_from,
+            "planned_at": d.planned_at,
             "old_chunks": d.old_chunks,
             "empty": listing.verdict is Verdict.EMPTY,
             "emptiness_proven": listing.emptiness_proven,

@@ -100,31 +100,12 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     relabel = set(data.get("relabel", []))
     scope = replaced | set(data["removed"]) | relabel
     with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
-        live = rc.index.manifest() if scope else {}  # a no-op reads no table state
-        # Re-check under the lock: drop documents another run already brought up to date.
-        cfg_hash = rc.chunk_context.config_hash
-        parsers = ParserVersions()
-        for doc_id in list(scope):
-            doc, state = docs.get(doc_id), live.get(doc_id)
-            if (doc is None and state is None) or (
-                doc is not None
-                and state is not None
-                and (state.revision, state.meta_hash, state.config_hash)
-                == (doc.revision, doc.meta_hash, cfg_hash)
-                and not parsers.changed(doc.content_type, state.parser_version)
-            ):
-                scope.discard(doc_id)
-        # Fencing: whatever is left is published only against the state this run planned from,
-        # so an older run can never publish over a newer one; otherwise re-plan (run_tenant).
-        if scope and data.get("planned_from") and plan_fingerprint(live) != data["planned_from"]:
-            raise StalePlanError(
-                f"the live index of {rc.tenant!r} changed after this run planned (another run published "
-                "or a restore ran); nothing was published: list and plan again"
-            )
+        if scope and not _committed_nothing_since(rc, data):
+            _fence(rc, data, docs, scope)
         rows = staged.reader(scope - relabel)
         if scope & relabel:  # read under the lock, after the fencing check: the state planned from
             rows = _with_relabelled(rc, rows, scope & relabel, docs)
-        result = rc.index.publish(rows, scope, rc.run_id, cfg_hash)
+        result = rc.index.publish(rows, scope, rc.run_id, rc.chunk_context.config_hash)
         queue = update_queue(rc)  # the failed-document queue, once the publish committed
     summary = {
         **asdict(result),
@@ -154,6 +135,40 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         elif path.exists():
             path.unlink()
     return summary
+
+
+def _committed_nothing_since(rc: RunContext, data: dict[str, Any]) -> bool:
+    """Whether the live table is still at the commit this run planned from. Then its state is
+    the planned one, so every document in scope still differs from it (that is how the listing
+    chose them) and :func:`_fence` would neither drop one nor refuse: its manifest read is
+    skipped. A listing without the commit (no table then, or an older release) is fenced."""
+    planned_at = data.get("planned_at") or ""
+    return bool(planned_at) and rc.index.commit_key() == planned_at
+
+
+def _fence(rc: RunContext, data: dict[str, Any], docs: dict[str, SourceDocument], scope: set[str]) -> None:
+    """Re-check under the lock, against the live manifest: drop from ``scope`` the documents
+    another run already brought up to date; then publish what is left only against the state
+    this run planned from, so an older run never publishes over a newer one (otherwise
+    :class:`StalePlanError`, and ``run_tenant`` plans again)."""
+    live = rc.index.manifest()
+    cfg_hash = rc.chunk_context.config_hash
+    parsers = ParserVersions()
+    for doc_id in list(scope):
+        doc, state = docs.get(doc_id), live.get(doc_id)
+        if (doc is None and state is None) or (
+            doc is not None
+            and state is not None
+            and (state.revision, state.meta_hash, state.config_hash)
+            == (doc.revision, doc.meta_hash, cfg_hash)
+            and not parsers.changed(doc.content_type, state.parser_version)
+        ):
+            scope.discard(doc_id)
+    if scope and data.get("planned_from") and plan_fingerprint(live) != data["planned_from"]:
+        raise StalePlanError(
+            f"the live index of {rc.tenant!r} changed after this run planned (another run published "
+            "or a restore ran); nothing was published: list and plan again"
+        )
 
 
 def _with_relabelled(

@@ -33,7 +33,7 @@ from tessera.store.db import (
 from tessera.store.health import open_checked, read_guard
 from tessera.store.indexes import UNCHECKED, VECTOR_INDEX_MIN_ROWS, check_vector_index, ensure_indexes
 from tessera.store.manifest import DocState as DocState
-from tessera.store.manifest import read_manifest
+from tessera.store.manifest import commit_key, read_manifest
 from tessera.store.memory import release_memory
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.retry import COMMIT_ATTEMPTS, retrying
@@ -144,6 +144,24 @@ class TenantIndex:
             return {}
         with read_guard(self.db, self.tenant, self.model_key):  # a damaged file is StoreDamaged
             return read_manifest(table)
+
+    def planned_state(self) -> tuple[dict[str, DocState], str]:
+        """The manifest and the :func:`commit_key` of the commit it was read from; "" when the
+        commit is not certain (a handle names its version by number, and a table dropped and
+        built again to that number while the manifest was read would be another commit)."""
+        table = self.table()
+        if table is None:
+            return {}, ""
+        with read_guard(self.db, self.tenant, self.model_key):
+            before = commit_key(table)
+            live = read_manifest(table)
+            return live, before if commit_key(table) == before else ""
+
+    def commit_key(self) -> str:
+        """The :func:`commit_key` of the live version ("" before the first build)."""
+        table = self.table()
+        with read_guard(self.db, self.tenant, self.model_key):
+            return commit_key(table)
 
     def document_ids(self) -> set[str]:
         """The documents the live table holds: one column read, deduplicated in Arrow (the

@@ -83,6 +83,22 @@ def _or(value: str | None, before: str) -> str:
     return before if value is None else value
 
 
+def commit_key(table: Any | None) -> str:
+    """The identity of the committed version ``table`` reads ("" for no table): its name,
+    version number, commit time and the commit's transaction id.
+
+    Equal keys mean the same commit, so the same rows: every write, restore or index change is
+    a new version, and a table dropped and built again up to the same version number has other
+    commit times and transaction ids. The publish fences on it to skip reading the manifest
+    again when nothing committed since the run planned (:mod:`tessera.pipeline.publish`)."""
+    if table is None:
+        return ""
+    ds = table.to_lance()
+    version = ds.get_version()  # from the loaded manifest: nothing read from storage
+    txn = ds.read_transaction(int(version["version"]))
+    return f"{table.name}@{version['version']}:{version['timestamp'].isoformat()}:{txn.uuid if txn else ''}"
+
+
 def read_manifest(table: Any) -> dict[str, DocState]:
     """The manifest of a LanceDB table, streamed in batches of ``BATCH_ROWS`` in row order."""
     reader = table.search().select(manifest_columns(table.schema)).limit(None).to_batches(BATCH_ROWS)

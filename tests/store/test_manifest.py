@@ -145,3 +145,39 @@ def test_the_fingerprint_changes_with_any_field() -> None:
 
 def _fields(s: DocState) -> dict[str, Any]:
     return {n: getattr(s, n) for n in DocState.__slots__}
+
+
+def test_the_commit_key_names_one_commit(tmp_path: Path) -> None:
+    """Equal keys only for the same commit: a reopen of the same version matches; any commit,
+    even one that changes no row, moves it; a table dropped and built again up to the same
+    version number does not match the one it replaced."""
+    db = lancedb.connect(str(tmp_path))
+    assert manifest_module.commit_key(None) == ""
+    table = db.create_table("t", pa.table({"doc_id": ["a.md"], "n": [1]}))
+    table.add(pa.table({"doc_id": ["b.md"], "n": [2]}))
+    first = manifest_module.commit_key(table)
+    assert first.startswith(f"t@{table.version}:")
+    assert manifest_module.commit_key(db.open_table("t")) == first  # another handle, same commit
+    table.delete("doc_id = 'nothing'")  # a commit that changes no row, or none at all
+    table.update(where="doc_id = 'a.md'", values={"n": 1})
+    assert manifest_module.commit_key(db.open_table("t")) != first
+    again = db.open_table("t")
+    version, before = again.version, manifest_module.commit_key(again)
+    db.drop_table("t")
+    rebuilt = db.create_table("t", pa.table({"doc_id": ["a.md"], "n": [1]}))
+    while rebuilt.version < version:
+        rebuilt.add(pa.table({"doc_id": ["b.md"], "n": [2]}))
+    assert rebuilt.version == version
+    assert manifest_module.commit_key(rebuilt) != before
+
+
+def test_the_planned_state_is_read_at_one_commit(tmp_path: Path) -> None:
+    from tests.store.test_publish_append import _rows
+
+    index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
+    assert index.planned_state() == ({}, "") and index.commit_key() == ""
+    index.publish(_rows("a.md", 3), {"a.md"}, "r1", "h")
+    live, key = index.planned_state()
+    assert live == index.manifest() and key == index.commit_key() != ""
+    index.publish(_rows("b.md", 2), {"b.md"}, "r2", "h")
+    assert index.commit_key() != key
