@@ -9,10 +9,15 @@ search on sampled queries is at least 0.95. Index builds are commits of their ow
 tags the version that has them.
 
 A publish pays for its change, not for the table: rows it adds are folded into the existing
-indexes (Lance ``optimize_indices``: scalar and FTS indexes merge the new rows, the vector
-index gets a delta segment assigned to its trained partitions, no retraining). An index is
-built from scratch only when it is missing, when more than ``REBUILD_FRACTION`` of the rows
-are outside it (the trained partitions no longer describe the table), or when the vector
+indexes (Lance ``optimize_indices``), each as a delta segment of its own: the FTS and scalar
+indexes index only the new rows (BM25 statistics stay global: a row scores the same in a delta
+as merged), the vector index assigns them to its trained partitions, no retraining. Merging
+the new rows into the FTS index instead rewrote it: 0.17 s of a 1 % change's publish at 40,000
+rows, against 0.04 s for all seven text and scalar deltas. A text or scalar index with
+``MAX_SEGMENTS`` segments merges them with the next publish's rows into one (0.29 s at 40,000
+rows, once in ``MAX_SEGMENTS - 1`` publishes), so queries never search more than that many. An
+index is built from scratch only when it is missing, when more than ``REBUILD_FRACTION`` of the
+rows are outside it (the trained partitions no longer describe the table), or when the vector
 index has ``MAX_VECTOR_SEGMENTS`` delta segments. Either way no row is left unindexed, which is
 what ``tessera doctor`` checks.
 """
@@ -59,6 +64,8 @@ REBUILD_FRACTION = 0.25
 """Above this fraction of unindexed rows an index is rebuilt rather than updated."""
 MAX_VECTOR_SEGMENTS = 8
 """A vector index with this many segments (its build plus deltas) is rebuilt (retrained)."""
+MAX_SEGMENTS = 8
+"""A text or scalar index with this many segments merges them with the new rows into one."""
 SCALAR = {
     "readers": "label_list",
     "groups": "label_list",
@@ -112,7 +119,8 @@ def ensure_indexes(
     state = _indexes(table)
     names = set(table.schema.names)
     wanted = {c: k for c, k in {"embedding_text": "fts", **SCALAR}.items() if c in names or c not in OPTIONAL}
-    fold: dict[str, str] = {}  # column -> index name
+    delta: list[str] = []  # index names: the new rows as a segment of their own
+    merge: dict[str, int] = {}  # index name -> its segments, merged with the new rows
     try:
         for column, kind in wanted.items():
             current = state.get(column)
@@ -120,16 +128,22 @@ def ensure_indexes(
                 table.create_index(column, config=_config(kind), replace=True)
                 done[column] = "created" if current is None else "rebuilt"
             elif current[2] > 0:
-                fold[column] = current[0]
+                if current[3] >= MAX_SEGMENTS:
+                    merge[current[0]] = current[3]
+                else:
+                    delta.append(current[0])
+                done[column] = "updated"
+        if delta:
+            _fold(table, sorted(delta), num_indices_to_merge=0)
+        if merge:
+            _fold(table, sorted(merge), num_indices_to_merge=max(merge.values()))
         if rows >= vector_min_rows:
             current = state.get("vector")
             if current is None or _needs_rebuild(current[2], rows) or current[3] >= MAX_VECTOR_SEGMENTS:
                 done["vector"] = _vector_index(table, rows, check_recall)
             elif current[2] > 0:
-                fold["vector"] = current[0]
-        if fold:
-            _fold(table, sorted(fold.values()))
-            done.update(dict.fromkeys(fold, "updated"))
+                _fold(table, [current[0]])
+                done["vector"] = "updated"
     except PublishError:
         raise
     except Exception as e:
@@ -137,9 +151,10 @@ def ensure_indexes(
     return done
 
 
-def _fold(table: Any, names: list[str]) -> None:
-    """Add the rows the named indexes lack to them, in one commit, without rebuilding them."""
-    table.to_lance().optimize.optimize_indices(index_names=names)
+def _fold(table: Any, names: list[str], **options: int) -> None:
+    """Add the rows the named indexes lack to them, in one commit, without rebuilding them
+    (``num_indices_to_merge``: 0 for a delta segment, n to merge the last n segments too)."""
+    table.to_lance().optimize.optimize_indices(index_names=names, **options)
     table.checkout_latest()  # the handle moves to the version that has the updated indexes
 
 

@@ -1,0 +1,97 @@
+"""A publish folds its rows into the text and scalar indexes as delta segments, and merges
+them back into one at ``MAX_SEGMENTS``: at every step no row is unindexed, deleted rows are
+gone from every index, and full-text search returns the same rows with the same BM25 scores
+as an index that merged the rows in at once (statistics are global across segments)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+import pytest
+
+from tessera.store import indexes
+from tessera.store.index import NEVER_VECTOR
+from tessera.store.indexes import ensure_indexes, index_state
+
+WORDS = ["lance", "tenant", "vector", "policy", "zyzzyva", "ledger", "quorum"]
+
+
+def _rows(lo: int, hi: int) -> pa.Table:
+    n = hi - lo
+    texts = [
+        " ".join(WORDS[(i * j) % len(WORDS)] for j in range(1, 2 + i % 5)) + f" row{i}" for i in range(lo, hi)
+    ]
+    return pa.table(
+        {
+            "id": [f"c{i}" for i in range(lo, hi)],
+            "embedding_text": texts,
+            "readers": [[f"u{i % 3}"] for i in range(lo, hi)],
+            "groups": [["g"]] * n,
+            "effective_from_us": list(range(lo, hi)),
+            "effective_to_us": [2**40] * n,
+            "doc_id": [f"d{i // 4}" for i in range(lo, hi)],
+            "dup_group": [f"g{i // 2}" for i in range(lo, hi)],
+        }
+    )
+
+
+def _segments(table: Any) -> dict[str, int]:
+    return {i.columns[0]: int(table.index_stats(i.name).num_indices) for i in table.list_indices()}
+
+
+def _fts(table: Any, query: str) -> list[tuple[str, float]]:
+    hits = table.search(query, query_type="fts").select(["id"]).limit(1000).to_arrow()
+    return sorted(zip(hits.column("id").to_pylist(), hits.column("_score").to_pylist(), strict=True))
+
+
+def _grow(table: Any, step: int) -> None:
+    """One publish's worth of change: 30 new rows, and 3 old ones deleted."""
+    table.add(_rows(1000 + 30 * step, 1030 + 30 * step))
+    table.delete(f"id IN ('c{3 * step}', 'c{3 * step + 1}', 'c{3 * step + 2}')")
+
+
+def test_folds_are_deltas_until_the_cap_then_one_merged_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexes, "MAX_SEGMENTS", 3)
+    db = lancedb.connect(str(tmp_path))
+    table = db.create_table("t", _rows(0, 400))
+    merged = db.create_table("m", _rows(0, 400))  # the same publishes, each merged in at once
+    assert set(ensure_indexes(table, NEVER_VECTOR).values()) == {"created"}
+    ensure_indexes(merged, NEVER_VECTOR)
+    expected_segments = [2, 3, 1, 2, 3, 1]
+    for step, segments in enumerate(expected_segments, start=1):
+        _grow(table, step)
+        _grow(merged, step)
+        done = ensure_indexes(table, NEVER_VECTOR)
+        assert set(done.values()) == {"updated"} and len(done) == 7
+        monkeypatch.setattr(indexes, "MAX_SEGMENTS", 1)  # every fold a merge into one segment
+        ensure_indexes(merged, NEVER_VECTOR)
+        monkeypatch.setattr(indexes, "MAX_SEGMENTS", 3)
+        assert set(_segments(table).values()) == {segments}, step
+        assert set(_segments(merged).values()) == {1}
+        assert all(unindexed == 0 for _, unindexed in index_state(table).values())
+        for query in ("zyzzyva", "lance quorum", f"row{1000 + 30 * step + 7}", "row4"):
+            got, want = _fts(table, query), _fts(merged, query)
+            assert [i for i, _ in got] == [i for i, _ in want], query
+            assert all(g == pytest.approx(w, rel=1e-5) for (_, g), (_, w) in zip(got, want, strict=True))
+        gone = f"c{3 * step}"
+        assert gone not in {i for i, _ in _fts(table, f"row{3 * step}")}
+        new_doc = f"d{(1000 + 30 * step) // 4 + 1}"
+        hits = table.search().where(f"doc_id = '{new_doc}'").select(["id"]).to_arrow()
+        assert hits.num_rows == 4  # the scalar delta answers the prefilter for the new rows
+
+
+def test_an_index_over_the_cap_that_gains_no_rows_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexes, "MAX_SEGMENTS", 2)
+    table = lancedb.connect(str(tmp_path)).create_table("t", _rows(0, 400))
+    ensure_indexes(table, NEVER_VECTOR)
+    _grow(table, 1)
+    ensure_indexes(table, NEVER_VECTOR)
+    version = table.version
+    assert ensure_indexes(table, NEVER_VECTOR) == {} and table.version == version
