@@ -234,7 +234,7 @@ def test_a_plan_without_its_commit_is_fenced_by_the_manifest(
     from tessera.store.index import TenantIndex
 
     real = TenantIndex.planned_state
-    monkeypatch.setattr(TenantIndex, "planned_state", lambda self: (real(self)[0], ""))
+    monkeypatch.setattr(TenantIndex, "planned_state", lambda self: (real(self)[0], lambda: ""))
     src = ws.tenant("acme", {"runbook.md": _text("v0")})
     ws.run("acme", "r0")
     (src / "runbook.md").write_text(_text("v1"), encoding="utf-8")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -79,6 +78,12 @@ def sample(rows: list[T], n: int, seed: str) -> list[T]:
     return random.Random(seed).sample(rows, n)
 
 
+def sample_positions(size: int, n: int, seed: str) -> list[int]:
+    """The positions :func:`sample` picks from ``size`` rows (it draws positions, so the rows
+    themselves need not be built)."""
+    return random.Random(seed).sample(range(size), n) if size > n else list(range(size))
+
+
 _OFFSET_COLUMNS = ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages", "content_type"]
 NO_ACL = "coalesce(array_length(readers), 0) = 0 AND coalesce(array_length(groups), 0) = 0"
 """Rows that no reader and no group may see (a published row must name at least one)."""
@@ -102,10 +107,7 @@ def check_published(
     keys = table.search().select(["id", "doc_id", "revision"]).limit(None).to_arrow()
     problems: list[str] = []
     if keys.num_rows:
-        ids = keys.column("id").to_pylist()
-        dupes = [i for i, n in Counter(ids).items() if n > 1]
-        if dupes:
-            problems.append(f"{len(dupes)} duplicate chunk ids, e.g. {dupes[0]}")
+        problems.extend(duplicate_ids(keys.column("id")))
         other = f"tenant IS NULL OR tenant != {sql_str(tenant)}"
         if int(table.count_rows(other)):
             found = table.search().where(other).select(["tenant"]).limit(None).to_arrow()
@@ -117,13 +119,7 @@ def check_published(
         vtype = table.schema.field("vector").type
         if not isinstance(vtype, pa.FixedSizeListType) or vtype.list_size != dimension:
             problems.append(f"vector type {vtype} does not have dimension {dimension}")
-    stale = 0
-    for doc_id, rev in zip(
-        keys.column("doc_id").to_pylist(), keys.column("revision").to_pylist(), strict=True
-    ):
-        doc = listing.get(doc_id)
-        if doc_id not in quarantined and (doc is None or doc.revision != rev):
-            stale += 1
+    stale = stale_rows(keys, listing, quarantined)
     if stale:
         problems.append(f"{stale} stale rows (document gone or revision superseded)")
     picked = _sampled_rows(table, keys, sample_size, str(table.version))
@@ -131,9 +127,39 @@ def check_published(
     return problems, {"rows": keys.num_rows, "stale_rows": stale, "offsets_checked": len(picked)}
 
 
+def duplicate_ids(ids: pa.ChunkedArray) -> list[str]:
+    """The duplicate-id problem of a column of chunk ids (a null counts as an id)."""
+    if pc.count_distinct(ids, mode="all").as_py() == len(ids):
+        return []
+    counts = pc.value_counts(ids)  # in order of first appearance
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    return [f"{len(repeated)} duplicate chunk ids, e.g. {repeated.field('values')[0].as_py()}"]
+
+
+def stale_rows(keys: pa.Table, listing: dict[str, SourceDocument], quarantined: set[str]) -> int:
+    """Rows whose document is neither listed at that revision nor quarantined, counted per
+    ``(doc_id, revision)`` pair (a document has a revision or two, not a row each)."""
+    if keys.num_rows == 0:
+        return 0
+    count = ("id", "count", pc.CountOptions(mode="all"))
+    pairs = keys.group_by(["doc_id", "revision"], use_threads=False).aggregate([count])
+    stale = 0
+    for doc_id, rev, n in zip(
+        pairs.column("doc_id").to_pylist(),
+        pairs.column("revision").to_pylist(),
+        pairs.column("id_count").to_pylist(),
+        strict=True,
+    ):
+        doc = listing.get(doc_id)
+        if doc_id not in quarantined and (doc is None or doc.revision != rev):
+            stale += n
+    return stale
+
+
 def _sampled_rows(table: Any, keys: pa.Table, n: int, seed: str) -> list[dict[str, Any]]:
     """The offset columns of ``n`` rows sampled by id (all rows when there are fewer)."""
-    ids = sorted(set(sample(keys.column("id").to_pylist(), n, seed)))
+    picked = sample_positions(keys.num_rows, n, seed)
+    ids = sorted(set(keys.column("id").take(pa.array(picked, pa.int64())).to_pylist()))
     if not ids:
         return []
     where = f"id IN ({', '.join(sql_str(i) for i in ids)})"

@@ -22,7 +22,7 @@ from tessera.embedding.model_files import model_dir
 from tessera.errors import ConfigError, InternalError, PublishError
 from tessera.pipeline.staging import LISTING
 from tessera.search.fusion import split
-from tessera.serde import doc_from_json, doc_to_json
+from tessera.serde import doc_from_json, doc_json_text
 from tessera.sources.base import SourceConnector
 from tessera.sources.registry import connector_for
 from tessera.store.blobs import BlobStore
@@ -146,9 +146,9 @@ class RunContext:
 
     def write_listing(self, data: dict[str, Any], documents: list[SourceDocument]) -> None:
         """Write ``listing.json``: ``data`` with a ``documents`` list, each document as
-        :func:`doc_to_json` gives it, and keep it decoded for this context's later steps, so a
-        run in one process does not read back what it just wrote (about a fifth of a
-        10,000-document no-op). The documents are kept as ``documents`` only; the rest as JSON
+        :func:`~tessera.serde.doc_json_text` gives it, and keep it decoded for this context's
+        later steps, so a run in one process does not read back what it just wrote (about a
+        fifth of a 10,000-document no-op). The documents are kept as ``documents`` only; the rest as JSON
         reads it back.
 
         The file is written a document at a time: a list of every document's JSON dict and one
@@ -159,7 +159,7 @@ class RunContext:
         with self._replacing(LISTING) as f:
             f.write('{"documents": [')
             for i, doc in enumerate(documents):
-                f.write((", " if i else "") + encode(doc_to_json(doc)))
+                f.write((", " if i else "") + doc_json_text(doc))
             f.write("]")
             for key, value in data.items():
                 f.write(f", {encode(key)}: {encode(value)}")

@@ -145,17 +145,27 @@ class TenantIndex:
         with read_guard(self.db, self.tenant, self.model_key):  # a damaged file is StoreDamaged
             return read_manifest(table)
 
-    def planned_state(self) -> tuple[dict[str, DocState], str]:
-        """The manifest and the :func:`commit_key` of the commit it was read from; "" when the
-        commit is not certain (a handle names its version by number, and a table dropped and
-        built again to that number while the manifest was read would be another commit)."""
+    def planned_state(self) -> tuple[dict[str, DocState], Callable[[], str]]:
+        """The manifest, and a function giving the :func:`commit_key` of the commit it was read
+        from, asked only by a plan that publishes something (the key opens the Lance dataset:
+        the first open imports ``lance``, 30 ms of a 10,000-document no-op that needs no key).
+
+        The handle reads one version, named by number; the key is of that number (or ""). A
+        table dropped and built again to the same number between the read and the ask would
+        be another commit under the same number: that takes a purge and as many commits."""
         table = self.table()
         if table is None:
-            return {}, ""
+            return {}, lambda: ""
         with read_guard(self.db, self.tenant, self.model_key):
-            before = commit_key(table)
             live = read_manifest(table)
-            return live, before if commit_key(table) == before else ""
+        version = int(table.version)
+
+        def key() -> str:
+            with read_guard(self.db, self.tenant, self.model_key):
+                found = commit_key(table)
+            return found if found.startswith(f"{self.name}@{version}:") else ""
+
+        return live, key
 
     def commit_key(self) -> str:
         """The :func:`commit_key` of the live version ("" before the first build)."""

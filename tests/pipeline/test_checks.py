@@ -90,3 +90,54 @@ def test_each_rule_fires_alone_and_clean_rows_pass() -> None:
         "vector type fixed_size_list<item: float>[4] does not have dimension 8"
     ]
     assert check_rows(table([], 4, 1), "acme", 8) == []  # nothing staged: nothing to refuse
+
+
+KEYS = st.lists(
+    st.tuples(
+        st.sampled_from(["c1", "c2", "c3", "c4", None]),
+        st.sampled_from(["a.md", "b.md", "c.md", None]),
+        st.sampled_from(["r1", "r2", None]),
+    ),
+    max_size=14,
+)
+
+
+def _listing(revisions: dict[str, str]) -> dict[str, Any]:
+    from tessera.types import SourceDocument
+
+    return {
+        d: SourceDocument("acme", d, f"file:///{d}", r, "text/markdown", (), ("staff",))
+        for d, r in revisions.items()
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    KEYS,
+    st.dictionaries(st.sampled_from(["a.md", "b.md", "c.md"]), st.sampled_from(["r1", "r2"])),
+    st.sets(st.sampled_from(["a.md", "b.md", "c.md"])),
+    st.integers(1, 16),
+)
+def test_the_published_key_checks_count_what_the_row_rules_count(
+    rows: list[tuple[Any, ...]], revisions: dict[str, str], quarantined: set[str], chunks: int
+) -> None:
+    """Stale rows (per row: its document unlisted, or listed at another revision, and not
+    quarantined; null ids and documents included), duplicate ids (nulls repeat too), and the
+    sampled positions are the rows ``sample`` picks from the id list."""
+    from tessera.pipeline.checks import duplicate_ids, sample, sample_positions, stale_rows
+
+    keys = pa.table(
+        {n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(["id", "doc_id", "revision"])}
+    )
+    keys = pa.Table.from_batches(keys.to_batches(max_chunksize=chunks), keys.schema) if rows else keys
+    listing = _listing(revisions)
+    expected = sum(
+        1 for _, d, r in rows if d not in quarantined and (d not in listing or listing[d].revision != r)
+    )
+    assert stale_rows(keys, listing, quarantined) == expected
+    dupes = [i for i, n in Counter(r[0] for r in rows).items() if n > 1]
+    want = [f"{len(dupes)} duplicate chunk ids, e.g. {dupes[0]}"] if dupes else []
+    assert duplicate_ids(keys.column("id")) == want
+    ids = [r[0] for r in rows]
+    for n in (0, 1, 3, 20):
+        assert [ids[p] for p in sample_positions(len(ids), n, "7")] == sample(ids, n, "7")
