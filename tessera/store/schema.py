@@ -197,14 +197,17 @@ def build_rows(
     return table.append_column(schema.field("parts"), parts)
 
 
-_BAND_BATCH = 2000
+_BAND_BATCH = 8192
+"""Keys per filtered scan of ``dup_bands``: a scan costs about 25 ms at 40,000 rows and each key
+about 7 us more; 3,600 keys (a 1 % change of 10,000 documents) took 79 ms in batches of 2,000,
+46 ms in one."""
 _DEDUP_COLUMNS = ["id", "doc_id", "position", "text", "dup_group"]
 
 
 def band_candidates(table: Any | None, keys: set[str], exclude: set[str]) -> list[dict[str, Any]]:
     """Rows sharing at least one ``dup_bands`` key, outside the documents in ``exclude``.
 
-    Cost: one filtered scan of the ``dup_bands`` column per 2000 keys; text is read only for
+    Cost: one filtered scan of the ``dup_bands`` column per ``_BAND_BATCH`` keys; text is read only for
     matching rows, never for the whole tenant. A table from before ``dup_bands`` gives none.
     """
     if table is None or not keys or "dup_bands" not in table.schema.names:
