@@ -85,18 +85,18 @@ def _or(value: str | None, before: str) -> str:
 
 def commit_key(table: Any | None) -> str:
     """The identity of the committed version ``table`` reads ("" for no table): its name,
-    version number, commit time and the commit's transaction id.
+    version number and commit time (to the microsecond, from the loaded manifest).
 
     Equal keys mean the same commit, so the same rows: every write, restore or index change is
     a new version, and a table dropped and built again up to the same version number has other
-    commit times and transaction ids. The publish fences on it to skip reading the manifest
-    again when nothing committed since the run planned (:mod:`tessera.pipeline.publish`)."""
+    commit times. The publish fences on it to skip reading the manifest again when nothing
+    committed since the run planned (:mod:`tessera.pipeline.publish`). Not the commit's
+    transaction id: pylance 14 cannot decode the transaction of an index rewrite (compaction),
+    ``read_transaction`` raises ``TypeError`` there."""
     if table is None:
         return ""
-    ds = table.to_lance()
-    version = ds.get_version()  # from the loaded manifest: nothing read from storage
-    txn = ds.read_transaction(int(version["version"]))
-    return f"{table.name}@{version['version']}:{version['timestamp'].isoformat()}:{txn.uuid if txn else ''}"
+    version = table.to_lance().get_version()  # from the loaded manifest: nothing read from storage
+    return f"{table.name}@{version['version']}:{version['timestamp'].isoformat()}"
 
 
 def read_manifest(table: Any) -> dict[str, DocState]:

@@ -161,6 +161,12 @@ def test_the_commit_key_names_one_commit(tmp_path: Path) -> None:
     table.delete("doc_id = 'nothing'")  # a commit that changes no row, or none at all
     table.update(where="doc_id = 'a.md'", values={"n": 1})
     assert manifest_module.commit_key(db.open_table("t")) != first
+    moved = manifest_module.commit_key(db.open_table("t"))
+    table.create_scalar_index("doc_id")
+    for i in range(3):
+        table.add(pa.table({"doc_id": [f"x{i}.md"], "n": [i]}))
+    table.to_lance().optimize.compact_files()  # rewrites the index: a transaction pylance cannot read
+    assert manifest_module.commit_key(db.open_table("t")) not in (first, moved)
     again = db.open_table("t")
     version, before = again.version, manifest_module.commit_key(again)
     db.drop_table("t")
