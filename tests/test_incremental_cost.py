@@ -195,3 +195,39 @@ def test_verify_reads_no_vectors_and_still_finds_every_problem(ws: Any) -> None:
     assert not any("vector" in cols for cols in spy.selected)
     problems, _ = check_published(ws.table("acme"), "acme", 32, listing, set(), rc.blobs)
     assert any("dimension 32" in p for p in problems)
+
+
+def test_vector_deltas_merge_at_the_cap_and_the_index_retrains_once_it_is_stale(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each small publish adds a delta segment (the first too: Lance's default merged it into
+    the trained segment, a rewrite of the whole graph); at ``MAX_VECTOR_SEGMENTS`` the deltas
+    merge into one beside the trained segment, which is never rewritten; once more than
+    ``REBUILD_FRACTION`` of the rows lie outside the trained segment the index is retrained.
+    Every new row is found by its own vector throughout."""
+    from tessera.store import indexes
+
+    monkeypatch.setattr(indexes, "MAX_VECTOR_SEGMENTS", 3)
+    rng = np.random.default_rng(9)
+    centres = rng.standard_normal((20, 16)).astype(np.float32)
+    table = lancedb.connect(str(tmp_path)).create_table("t", data=_vector_rows(rng, 0, 600, centres))
+    assert ensure_indexes(table, vector_min_rows=500)["vector"].startswith("created")
+    (trained,) = _vector_segments(table)
+    counts = []
+    for step, (lo, hi) in enumerate([(600, 640), (640, 680), (680, 720), (720, 760)]):
+        new = _vector_rows(rng, lo, hi, centres)
+        table.add(new)
+        assert ensure_indexes(table, vector_min_rows=500)["vector"] == "updated", step
+        segments = _vector_segments(table)
+        assert segments[0] == trained or trained in segments
+        counts.append(len(segments))
+        assert index_state(table)["vector"][1] == 0
+        probe = new.column("vector")[3].as_py()
+        hit = table.search(probe, vector_column_name="vector").distance_type("cosine").limit(1)
+        assert hit.select(["id"]).to_arrow().column("id").to_pylist() == [str(lo + 3)]
+    assert counts == [2, 3, 2, 3]  # two deltas at the cap merged with the new rows into one
+    # 160 rows outside the trained 600 (21 %); 60 more (29 % of 820) and it no longer describes
+    # the table: retrained, though no single publish brought a quarter of the rows
+    table.add(_vector_rows(rng, 760, 820, centres))
+    assert ensure_indexes(table, vector_min_rows=500)["vector"].startswith("created")
+    assert trained not in _vector_segments(table) and len(_vector_segments(table)) == 1
