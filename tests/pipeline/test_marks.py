@@ -81,3 +81,32 @@ def test_outcomes_for_other_rows_are_refused() -> None:
     empty = chunk_batch([], [])
     assert marked(empty, [], MARKS[0]).num_rows == 0
     assert flag_counts(empty) == Counter()
+
+
+WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "zeta"]
+PASSAGE = st.lists(st.sampled_from(WORDS), min_size=0, max_size=40).map(" ".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(PASSAGE, min_size=1, max_size=12), st.data())
+def test_a_workers_own_marks_are_the_runs_outcome_for_every_chunk_not_near_a_duplicate(
+    texts: list[str], data: st.DataObject
+) -> None:
+    """What a worker stages (``own_marks``: its checksum and band keys) is what the run would
+    set for any chunk it does not find near another (the chunk step then rewrites nothing);
+    exact copies, short texts, texts without words and near copies included."""
+    from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns
+    from tessera.chunking.minhash import MinHasher, sketch
+    from tessera.pipeline.work import own_marks
+
+    for i in data.draw(st.lists(st.integers(0, len(texts) - 1), max_size=3)):  # near copies
+        texts.append(texts[i] + " " + data.draw(st.sampled_from(WORDS)))
+    hasher = MinHasher()
+    sketches = [sketch(t, hasher) for t in texts]
+    cols = SketchColumns(hasher)
+    cols.add([f"d{i % 3}.md" for i in range(len(texts))], list(range(len(texts))), sketches)
+    report = dedupe_columns(cols.close(), hasher)
+    for i, s in enumerate(sketches):
+        group, near, keys = report.outcome(i)
+        if not near:
+            assert own_marks(s) == (group, keys), texts[i]
