@@ -11,7 +11,11 @@ then the same search after dropping every index (flat vector scan, BM25 without 
 show what the indexes buy. 2% of the chunks are exact copies of a chunk in another document,
 every chunk has its ``dup_group`` as a publish writes it. Vectors are clustered unit vectors
 (the query engine is measured, not the embedding model); recall@10 of the vector index is
-reported against exact search. ``--reuse PATH`` keeps the built table between runs; ``--rows``
+reported against exact search. Then ``PUBLISHES`` small publishes (400 rows of 40 new documents
+each, as a 1 % change would add) go into the table as a publish commits them (index deltas, see
+``tessera.store.indexes``): their seconds, each index's segments and the same two latencies after
+them are reported (``after_small_publishes``), since a table in use carries deltas, not the fresh
+build. ``--reuse PATH`` keeps the built table between runs (and skips the publishes); ``--rows``
 and ``--name`` measure another size into another result file (``--rows 1000000 --name
 retrieval_latency_1m``). The machine may be shared: the result records its load average.
 """
@@ -42,6 +46,7 @@ from tessera.store.indexes import NPROBES, REFINE, ef_for, ensure_indexes, index
 from tessera.store.schema import chunk_schema, sentence_column, text_checksum
 
 DIM, QUERIES, K, SENTENCES = 384, 40, 10, 3
+PUBLISHES, PUBLISH_DOCS = 6, 40
 WORDS = [f"w{i}" for i in range(5000)]
 WITH_SENTENCES = os.environ.get("BENCH_SENTENCE_VECTORS", "") == "1" or ChunkingConfig().sentence_vectors
 
@@ -96,6 +101,31 @@ def build(index: TenantIndex, rng: np.random.Generator, N: int) -> None:
         if f.name not in table.schema.names:
             table = table.append_column(f, pa.nulls(N, f.type))
     index.publish(table, {f"d{i}" for i in range(N // 10)}, "bench-build", "c")
+
+
+def small_publishes(index: TenantIndex) -> list[dict[str, Any]]:
+    """``PUBLISHES`` publishes of ``PUBLISH_DOCS`` new documents each (copies of existing rows
+    under new ids), as a run commits them; the seconds and index actions of each."""
+    out = []
+    for k in range(PUBLISHES):
+        table = index.table()
+        assert table is not None
+        wanted = ", ".join(f"'d{j}'" for j in range(k * PUBLISH_DOCS, (k + 1) * PUBLISH_DOCS))
+        rows = table.search().where(f"doc_id IN ({wanted})").limit(None).to_arrow()
+        ids = pa.array([f"p{k}-{i:060x}" for i in range(rows.num_rows)])
+        docs = pa.array([f"p{k}-{d}" for d in rows.column("doc_id").to_pylist()])
+        rows = rows.set_column(rows.schema.get_field_index("id"), "id", ids)
+        rows = rows.set_column(rows.schema.get_field_index("doc_id"), "doc_id", docs).cast(index.schema)
+        t0 = time.perf_counter()
+        index.publish(rows, set(docs.to_pylist()), f"bench-small-{k}", "c")
+        out.append(
+            {"rows": rows.num_rows, "seconds": round(time.perf_counter() - t0, 3), **index.last_indexes}
+        )
+    return out
+
+
+def segments(table: Any) -> dict[str, int]:
+    return {i.columns[0]: int(table.index_stats(i.name).num_indices) for i in table.list_indices()}
 
 
 def timed(fn: Any, n: int) -> list[float]:
@@ -188,6 +218,22 @@ def main() -> int:
     for _ in range(QUERIES):  # alternated
         h += timed(hybrid, 1)
         v += timed(vector_only, 1)
+    after: dict[str, Any] = {}
+    if fresh and not reuse:
+        publishes = small_publishes(index)
+        table = index.table()
+        hybrid()
+        vector_only()
+        h2, v2 = [], []
+        for _ in range(QUERIES):
+            h2 += timed(hybrid, 1)
+            v2 += timed(vector_only, 1)
+        after = {
+            "publishes": publishes,
+            "segments": segments(table),
+            "hybrid_acl_prefilter": pct(h2),
+            "vector_unfiltered": pct(v2),
+        }
     listed = ", ".join(f"'{i}'" for i in sorted(set(seen)))
     foreign = table.count_rows(f"id IN ({listed}) AND NOT array_has_any(groups, ['g3', 'g7'])")
     assert foreign == 0, f"{foreign} rows outside the principal's groups were returned"
@@ -219,6 +265,8 @@ def main() -> int:
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
+    if after:
+        result["after_small_publishes"] = after
     if flat:
         result["hybrid_acl_prefilter_without_indexes"] = pct(flat)
         result["index_speedup_p50"] = round(pct(flat)["p50_ms"] / hp["p50_ms"], 1)
