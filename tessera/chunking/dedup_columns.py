@@ -144,6 +144,15 @@ class ColumnReport:
         return (bytes(self.checksum[i]).hex() if group is None else group), group is not None, keys
 
 
+def own_marks(s: Sketch) -> tuple[str, tuple[str, ...]]:
+    """A chunk's ``(dup_group, dup_bands)`` unless the run finds it a near duplicate: its own
+    checksum and band keys (:meth:`ColumnReport.outcome` for a chunk outside ``near``, with the
+    band keys of a row :class:`SketchColumns` counts as signed)."""
+    if s.keyed and s.signature is not None and s.bands is not None:
+        return s.checksum, band_keys(s.bands)
+    return s.checksum, ()
+
+
 @dataclass(frozen=True)
 class Merged:
     """Live candidates (items ``0 .. n_live-1``) and staged chunks (the rest), clustered.

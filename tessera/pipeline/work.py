@@ -18,7 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from tessera.chunking.base import ChunkContext, ChunkStats
-from tessera.chunking.minhash import MinHasher, Sketch, band_keys, sketch
+from tessera.chunking.dedup_columns import own_marks
+from tessera.chunking.minhash import MinHasher, Sketch, sketch
 from tessera.chunking.profile import DedupConfig
 from tessera.chunking.registry import chunker_for
 from tessera.errors import ChunkingError, DocumentError
@@ -132,9 +133,9 @@ class ChunkTask:
 class ChunkOutcome:
     batch: pa.RecordBatch
     """The task's chunks as staged rows (``staging.CHUNK_SCHEMA``, each chunk's own duplicate
-    marks: :func:`own_marks`), built here, in the worker: the step's own process writes them
-    as they are, without turning each chunk into Python objects again (it did, twice, in the
-    process every worker waits on)."""
+    marks: :func:`~tessera.chunking.dedup_columns.own_marks`), built here, in the worker: the
+    step's own process writes them as they are, without turning each chunk into Python objects
+    again (it did, twice, in the process every worker waits on)."""
     quarantined: tuple[Quarantine, ...]
     stats: ChunkStats = field(default_factory=ChunkStats)
     peak_rss_mb: float = 0.0
@@ -162,11 +163,3 @@ def chunk_documents(task: ChunkTask) -> ChunkOutcome:
     sketches = tuple(sketch(c.text, hasher) for c in chunks)
     batch = chunk_batch(chunks, [own_marks(s) for s in sketches])
     return ChunkOutcome(batch, tuple(quarantined), ctx.stats, peak_rss_mb(), sketches)
-
-
-def own_marks(s: Sketch) -> tuple[str, tuple[str, ...]]:
-    """A chunk's ``(dup_group, dup_bands)`` unless the run finds it a near duplicate: its own
-    checksum and band keys (``ColumnReport.outcome`` for a chunk outside ``near``)."""
-    if s.keyed and s.signature is not None and s.bands is not None:
-        return s.checksum, band_keys(s.bands)
-    return s.checksum, ()

@@ -95,9 +95,8 @@ def test_a_workers_own_marks_are_the_runs_outcome_for_every_chunk_not_near_a_dup
     """What a worker stages (``own_marks``: its checksum and band keys) is what the run would
     set for any chunk it does not find near another (the chunk step then rewrites nothing);
     exact copies, short texts, texts without words and near copies included."""
-    from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns
+    from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, own_marks
     from tessera.chunking.minhash import MinHasher, sketch
-    from tessera.pipeline.work import own_marks
 
     for i in data.draw(st.lists(st.integers(0, len(texts) - 1), max_size=3)):  # near copies
         texts.append(texts[i] + " " + data.draw(st.sampled_from(WORDS)))
