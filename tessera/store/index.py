@@ -4,9 +4,9 @@ Publishing reconciles the changed documents in ONE ``merge_insert`` commit: cond
 update of changed rows, insert of new rows, and delete of stale rows scoped to the changed
 or removed doc ids. When none of those documents has a live row (a first build, or documents
 new to the tenant) the commit is a streamed append instead: ``merge_insert`` holds its whole
-source in memory (+560 MB for 40,000 rows), an append one batch. Nothing changed means nothing
-committed. Each commit is tagged with its
-run id and logged in the tenant's ``publications__{tenant}`` table.
+source in memory (+560 MB for 40,000 rows), an append (:mod:`tessera.store.append`) a bounded
+buffer. Nothing changed means nothing committed. Each commit is tagged with its run id and
+logged in the tenant's ``publications__{tenant}`` table.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tessera.errors import PublishError, TransientStoreError
+from tessera.store.append import append_rows
 from tessera.store.db import (
     chunks_table_name,
     connect,
@@ -226,7 +227,7 @@ class TenantIndex:
             return 0, 0, before
         if before == 0:  # nothing to update or delete: an append streams (a retry after it
             # committed sees the rows and merges, which matches every checksum: no second copy)
-            table.add(rows.open().cast(self.schema))
+            append_rows(table, rows.open().cast(self.schema))
             return rows.num_rows, 0, 0
         res = (
             table.merge_insert("id")
