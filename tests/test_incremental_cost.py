@@ -140,6 +140,26 @@ class _Spy:
     def search(self, *args: Any, **kwargs: Any) -> _Query:
         return _Query(self._table.search(*args, **kwargs), self.selected)
 
+    def to_lance(self) -> _Dataset:
+        return _Dataset(self._table.to_lance(), self.selected)
+
+
+class _Dataset:
+    """The table's Lance dataset; records the columns each scan reads."""
+
+    def __init__(self, dataset: Any, log: list[list[str]]) -> None:
+        self._ds, self._log = dataset, log
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("to_table", "scanner", "take"):
+            raise AssertionError(f"verify reads the dataset only in projected batches, not by {name}")
+        return getattr(self._ds, name)
+
+    def to_batches(self, columns: list[str] | None = None, **kwargs: Any) -> Any:
+        assert columns is not None, "a scan without a projection reads every column"
+        self._log.append(list(columns))
+        return self._ds.to_batches(columns=columns, **kwargs)
+
 
 class _Query:
     def __init__(self, query: Any, log: list[list[str]]) -> None:

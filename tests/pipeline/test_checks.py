@@ -124,20 +124,33 @@ def test_the_published_key_checks_count_what_the_row_rules_count(
     """Stale rows (per row: its document unlisted, or listed at another revision, and not
     quarantined; null ids and documents included), duplicate ids (nulls repeat too), and the
     sampled positions are the rows ``sample`` picks from the id list."""
-    from tessera.pipeline.checks import duplicate_ids, sample, sample_positions, stale_rows
+    from tessera.pipeline.checks import KeyPass, sample, sample_positions
 
     keys = pa.table(
         {n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(["id", "doc_id", "revision"])}
     )
-    keys = pa.Table.from_batches(keys.to_batches(max_chunksize=chunks), keys.schema) if rows else keys
+    batches = keys.to_batches(max_chunksize=chunks)
     listing = _listing(revisions)
     expected = sum(
         1 for _, d, r in rows if d not in quarantined and (d not in listing or listing[d].revision != r)
     )
-    assert stale_rows(keys, listing, quarantined) == expected
-    dupes = [i for i, n in Counter(r[0] for r in rows).items() if n > 1]
-    want = [f"{len(dupes)} duplicate chunk ids, e.g. {dupes[0]}"] if dupes else []
-    assert duplicate_ids(keys.column("id")) == want
     ids = [r[0] for r in rows]
+    picked = sample_positions(len(ids), 3, "7")
+    tally = KeyPass(listing, quarantined, picked)
+    for batch in batches:
+        tally.add(batch)
+    assert (tally.rows, tally.stale) == (len(rows), expected)
+    assert tally.sampled_ids() == sorted({ids[p] for p in picked if ids[p] is not None})
+    dupes = [i for i, n in Counter(ids).items() if n > 1]
+    want = [f"{len(dupes)} duplicate chunk ids, e.g. {dupes[0]}"] if dupes else []
+    assert tally.duplicates(lambda: batches) == want
+
+    class Colliding(KeyPass):
+        id_hash = staticmethod(lambda i: len(i or ""))  # "c1" and "c2" share a hash: ids decide
+
+    colliding = Colliding(listing, quarantined, picked)
+    for batch in batches:
+        colliding.add(batch)
+    assert colliding.duplicates(lambda: batches) == want
     for n in (0, 1, 3, 20):
         assert [ids[p] for p in sample_positions(len(ids), n, "7")] == sample(ids, n, "7")
