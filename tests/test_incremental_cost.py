@@ -188,7 +188,7 @@ class _Query:
 def test_verify_reads_no_vectors_and_still_finds_every_problem(ws: Any) -> None:
     ws.tenant("acme", {f"d{i}.md": _doc(i) for i in range(6)})
     rc = _run(ws, "r1")
-    listing = {d["doc_id"]: doc_from_json(d) for d in rc.read("listing.json")["documents"]}
+    listing = {d["doc_id"]: doc_from_json(d).revision for d in rc.read("listing.json")["documents"]}
     table = ws.table("acme")
     spy = _Spy(table)
     problems, stats = check_published(spy, "acme", 64, listing, set(), rc.blobs)

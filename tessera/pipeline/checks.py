@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -15,7 +15,6 @@ from tessera.parsing.office_locate import describe, part_spans, parts_match
 from tessera.parsing.slices import source_slice_matches
 from tessera.store.blobs import BlobStore
 from tessera.store.db import sql_str
-from tessera.types import SourceDocument
 
 T = TypeVar("T")
 
@@ -100,12 +99,13 @@ def check_published(
     table: Any,
     tenant: str,
     dimension: int,
-    listing: dict[str, SourceDocument],
+    revisions: Mapping[str, str],
     quarantined: set[str],
     blobs: BlobStore,
     sample_size: int = 25,
 ) -> tuple[list[str], dict[str, int]]:
-    """Verify the live table against the run's listing: stale ids, ACL, dimension, offsets.
+    """Verify the live table against the run's listing (``revisions``: each listed document's
+    revision): stale ids, ACL, dimension, offsets.
 
     What it reads is what the checks need, never the vectors: one streamed pass over the
     ``id``, ``doc_id`` and ``revision`` columns (:class:`KeyPass`: duplicates, stale rows,
@@ -115,7 +115,7 @@ def check_published(
     columns whole and counting them in Arrow cost about 300 MB at 400,000 rows."""
     dataset = table.to_lance()
     rows = int(dataset.count_rows())
-    keys = KeyPass(listing, quarantined, sample_positions(rows, sample_size, str(table.version)))
+    keys = KeyPass(revisions, quarantined, sample_positions(rows, sample_size, str(table.version)))
 
     def scan() -> Iterable[pa.RecordBatch]:
         batches: Iterable[pa.RecordBatch] = dataset.to_batches(columns=KEY_COLUMNS, batch_size=KEY_BATCH)
@@ -152,8 +152,8 @@ class KeyPass:
 
     id_hash: Callable[[str | None], int] = staticmethod(hash)
 
-    def __init__(self, listing: dict[str, SourceDocument], quarantined: set[str], sample: list[int]) -> None:
-        self._listing, self._quarantined = listing, quarantined
+    def __init__(self, revisions: Mapping[str, str], quarantined: set[str], sample: list[int]) -> None:
+        self._revisions, self._quarantined = revisions, quarantined
         self._wanted = sorted(sample)
         self._picked: list[str | None] = []
         self._hashes: list[np.ndarray] = []
@@ -174,8 +174,8 @@ class KeyPass:
             grouped.column("id_count").to_pylist(),
             strict=True,
         ):
-            doc = self._listing.get(doc_id)
-            if doc_id not in self._quarantined and (doc is None or doc.revision != rev):
+            listed = doc_id in self._revisions
+            if doc_id not in self._quarantined and (not listed or self._revisions[doc_id] != rev):
                 self.stale += n
 
     def sampled_ids(self) -> list[str]:

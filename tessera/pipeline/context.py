@@ -20,6 +20,7 @@ from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.embedding.model_files import model_dir
 from tessera.errors import ConfigError, InternalError, PublishError
+from tessera.pipeline.listed import ListedDocuments
 from tessera.pipeline.staging import LISTING
 from tessera.search.fusion import split
 from tessera.serde import doc_from_json, doc_json_text
@@ -55,7 +56,7 @@ class RunContext:
     doc_scope: frozenset[str] | None = None
     """The only documents this run plans, publishes and clears from the failure queue
     (``tessera retry``); nothing is removed. None: the whole tenant (``tessera run``, Dagster)."""
-    _listing: tuple[tuple[int, int, int], dict[str, Any], dict[str, SourceDocument]] | None = field(
+    _listing: tuple[tuple[int, int, int], dict[str, Any], ListedDocuments] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
@@ -166,14 +167,14 @@ class RunContext:
             f.write("}")
         st = (self.workspace / LISTING).stat()
         rest = json.loads(json.dumps(data))
-        self._listing = ((st.st_size, st.st_mtime_ns, st.st_ino), rest, {d.doc_id: d for d in documents})
+        self._listing = ((st.st_size, st.st_mtime_ns, st.st_ino), rest, ListedDocuments(documents))
 
-    def listing(self) -> tuple[dict[str, Any], dict[str, SourceDocument]]:
+    def listing(self) -> tuple[dict[str, Any], ListedDocuments]:
         """``listing.json`` without its ``documents`` list, and its documents by id, decoded once
         per version of the file: the steps of a run in this context share it; this context's own
         write of the listing, or a changed size, modification time or inode, decodes it again.
-        The documents are held once, as :class:`SourceDocument` (the decoded JSON list beside
-        them cost 1.4 KB a document for the whole run: 140 MB at 100,000)."""
+        The documents are held once, as columns (:class:`ListedDocuments`; the decoded JSON list
+        beside them cost 1.4 KB a document for the whole run: 140 MB at 100,000)."""
         path = self.workspace / LISTING
         try:
             st = path.stat()
@@ -182,7 +183,7 @@ class RunContext:
         key = (st.st_size, st.st_mtime_ns, st.st_ino)
         if self._listing is None or self._listing[0] != key:
             data = self.read(LISTING)
-            self._listing = (key, data, {d["doc_id"]: doc_from_json(d) for d in data.pop("documents")})
+            self._listing = (key, data, ListedDocuments(doc_from_json(d) for d in data.pop("documents")))
         return self._listing[1], self._listing[2]
 
     def read(self, name: str) -> Any:

@@ -130,7 +130,7 @@ def quality_gate(rc: RunContext, scope: set[str], load_staged: Callable[[], list
     if q is None:
         return GateResult("skipped", "no golden questions configured")
     staged = load_staged()
-    current = {doc_id: d.revision for doc_id, d in rc.listing()[1].items()}
+    current = rc.listing()[1].revisions()
     try:
         questions = _questions(rc, q, current)
     except EvaluationError as e:
@@ -200,7 +200,7 @@ def cutover_gate(rc: RunContext, active_table: Any, active_embedder: Embedder) -
     new_table = rc.index.table()
     if q is None or new_table is None:
         return GateResult("skipped", "no golden questions configured" if q is None else "no new table")
-    current = {doc_id: d.revision for doc_id, d in rc.listing()[1].items()}
+    current = rc.listing()[1].revisions()
     try:
         questions = _questions(rc, q, current)
     except EvaluationError as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import logging
 import shutil
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -39,6 +40,7 @@ from tessera.pipeline.staging import (
 from tessera.pipeline.steps import listed_documents, staged_chunks
 from tessera.store.index import StreamedRows, document_revisions
 from tessera.store.lock import tenant_lock
+from tessera.store.memory import release_memory
 from tessera.types import SourceDocument
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,7 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
             return {**recorded, "committed": False, "already_published": recorded.get("version")}
     staged = StagedRows(rc, docs)
     problems = staged.check()
+    release_memory()  # the checked batches' buffers, before the commit reads them again
     if problems:
         raise PublishError(f"staged rows failed checks: {problems[:5]}")
     quarantined = _quarantined(rc)
@@ -146,7 +149,7 @@ def _committed_nothing_since(rc: RunContext, data: dict[str, Any]) -> bool:
     return bool(planned_at) and rc.index.commit_key() == planned_at
 
 
-def _fence(rc: RunContext, data: dict[str, Any], docs: dict[str, SourceDocument], scope: set[str]) -> None:
+def _fence(rc: RunContext, data: dict[str, Any], docs: Mapping[str, SourceDocument], scope: set[str]) -> None:
     """Re-check under the lock, against the live manifest: drop from ``scope`` the documents
     another run already brought up to date; then publish what is left only against the state
     this run planned from, so an older run never publishes over a newer one (otherwise
@@ -172,7 +175,7 @@ def _fence(rc: RunContext, data: dict[str, Any], docs: dict[str, SourceDocument]
 
 
 def _with_relabelled(
-    rc: RunContext, staged: StreamedRows, doc_ids: set[str], docs: dict[str, SourceDocument]
+    rc: RunContext, staged: StreamedRows, doc_ids: set[str], docs: Mapping[str, SourceDocument]
 ) -> StreamedRows:
     """The staged rows followed by the relabelled live rows of ``doc_ids``, checked as staged
     rows are (tenant, an ACL on every row, ids, vector type)."""
@@ -202,5 +205,5 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
     if rc.doc_scope is not None:  # a retry answers for its documents only: others may be stale
         quarantined |= set(document_revisions(table)) - rc.doc_scope
     return check_published(
-        table, rc.tenant, rc.embedder.identity.dimension, docs, quarantined, rc.blobs, sample_size
+        table, rc.tenant, rc.embedder.identity.dimension, docs.revisions(), quarantined, rc.blobs, sample_size
     )

@@ -14,7 +14,7 @@ parsed again, as any changed document is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -45,7 +45,7 @@ def live_rows(table: Any, doc_ids: Iterable[str], columns: Sequence[str] | None 
 
 
 def split_meta_only(
-    table: Any | None, meta_only: Sequence[str], docs: dict[str, SourceDocument]
+    table: Any | None, meta_only: Sequence[str], docs: Mapping[str, SourceDocument]
 ) -> tuple[list[str], list[str]]:
     """``(relabel, reparse)``: of the documents whose metadata alone changed, those whose live
     rows all have the listing's URI and content type, and the rest (parsed again)."""
@@ -65,7 +65,7 @@ def split_meta_only(
 
 
 def relabelled(
-    table: Any, doc_ids: Iterable[str], docs: dict[str, SourceDocument], run_id: str, schema: pa.Schema
+    table: Any, doc_ids: Iterable[str], docs: Mapping[str, SourceDocument], run_id: str, schema: pa.Schema
 ) -> pa.Table:
     """The live rows of ``doc_ids`` with the listing's metadata, in ``schema`` (a column the
     table lacks, from an older release, is null)."""

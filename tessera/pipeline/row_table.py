@@ -11,6 +11,7 @@ step's own work.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,7 @@ def _checksums(batch: pa.RecordBatch) -> pa.Array:
 
 def staged_row_table(
     batch: pa.RecordBatch,
-    docs: dict[str, SourceDocument],
+    docs: Mapping[str, SourceDocument],
     vectors: Vectors,
     model_version: str,
     run_id: str,

@@ -25,6 +25,7 @@ from tessera.errors import InternalError
 from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.executors import InlineExecutor, batches, executor_for
+from tessera.pipeline.listed import ListedDocuments
 from tessera.pipeline.marks import flag_counts, marked
 from tessera.pipeline.progress import Progress
 from tessera.pipeline.staging import (
@@ -53,7 +54,7 @@ from tessera.types import Chunk, SourceDocument
 log = logging.getLogger(__name__)
 
 
-def listed_documents(rc: RunContext) -> tuple[dict[str, Any], dict[str, SourceDocument]]:
+def listed_documents(rc: RunContext) -> tuple[dict[str, Any], ListedDocuments]:
     """The run's listing and its documents, decoded once per listing file and process."""
     return rc.listing()
 

@@ -9,7 +9,7 @@ band keys, so a later run finds near-duplicate candidates without reading every 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -114,7 +114,7 @@ def micros(dt: datetime) -> int:
 
 def build_rows(
     chunks: Sequence[Chunk],
-    docs: dict[str, SourceDocument],
+    docs: Mapping[str, SourceDocument],
     vectors: Vectors,
     model_version: str,
     run_id: str,

@@ -136,7 +136,7 @@ def test_the_published_key_checks_count_what_the_row_rules_count(
     )
     ids = [r[0] for r in rows]
     picked = sample_positions(len(ids), 3, "7")
-    tally = KeyPass(listing, quarantined, picked)
+    tally = KeyPass(revisions, quarantined, picked)
     for batch in batches:
         tally.add(batch)
     assert (tally.rows, tally.stale) == (len(rows), expected)
@@ -148,7 +148,7 @@ def test_the_published_key_checks_count_what_the_row_rules_count(
     class Colliding(KeyPass):
         id_hash = staticmethod(lambda i: len(i or ""))  # "c1" and "c2" share a hash: ids decide
 
-    colliding = Colliding(listing, quarantined, picked)
+    colliding = Colliding(revisions, quarantined, picked)
     for batch in batches:
         colliding.add(batch)
     assert colliding.duplicates(lambda: batches) == want
