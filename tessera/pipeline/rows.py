@@ -10,9 +10,10 @@ rows (plus one small integer per chunk id for the uniqueness check).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,7 +31,7 @@ _OFFSET_COLUMNS = ["id", "tenant", "revision", "byte_start", "byte_end", "text",
 
 
 class StagedRows:
-    def __init__(self, rc: RunContext, docs: dict[str, SourceDocument]) -> None:
+    def __init__(self, rc: RunContext, docs: Mapping[str, SourceDocument]) -> None:
         self.rc, self.docs = rc, docs
         self.path = rc.workspace / CHUNKS
         self.rows = staged_rows(self.path)
@@ -56,25 +57,38 @@ class StagedRows:
             yield rows if wanted is None else rows.filter(pc.is_in(rows.column("doc_id"), value_set=wanted))
 
     def check(self) -> list[str]:
-        """Problems of the staged rows (empty: publishable); fills :attr:`per_document`."""
+        """Problems of the staged rows (empty: publishable); fills :attr:`per_document`.
+
+        What it keeps between batches is NumPy and Arrow, not Python objects: a set of every
+        id's prefix and a Counter fed each batch's doc ids kept ~150 MB after a 400,000-row
+        check (the objects themselves, and the memory of the batches' strings they were
+        allocated among)."""
         problems: list[str] = []
-        seen: set[int] = set()
-        repeated = 0
+        prefixes: list[np.ndarray] = []
+        counts: list[pa.Table] = []
         sampled = 0
         dimension = self.rc.embedder.identity.dimension
         for rows in self.batches():
             problems += check_rows(rows, self.rc.tenant, dimension)
-            ids = {int(i[:16], 16) for i in rows.column("id").to_pylist()}
-            repeated += len(ids & seen)
-            seen |= ids
-            self.per_document.update(rows.column("doc_id").to_pylist())
+            ids = rows.column("id").to_pylist()
+            prefixes.append(np.unique(np.fromiter((int(i[:16], 16) for i in ids), np.uint64, len(ids))))
+            per_doc = pc.value_counts(rows.column("doc_id"))
+            counts.append(pa.table({"doc_id": per_doc.field("values"), "n": per_doc.field("counts")}))
             if sampled < OFFSET_SAMPLE:
                 cols = [c for c in [*_OFFSET_COLUMNS, "parts"] if c in rows.schema.names]
                 sample = rows.select(cols).slice(0, OFFSET_SAMPLE - sampled).to_pylist()
                 problems += check_offsets(sample, self.rc.blobs)
                 sampled += len(sample)
+        # an id in c batches is c - 1 repeats (repeats inside one batch are check_rows' to find)
+        each = np.concatenate(prefixes) if prefixes else np.empty(0, np.uint64)
+        repeated = len(each) - len(np.unique(each))
         if repeated:
             problems.append(f"{repeated} chunk ids staged in more than one batch")
+        if counts:
+            total = pa.concat_tables(counts).group_by("doc_id").aggregate([("n", "sum")])
+            self.per_document = Counter(
+                dict(zip(total.column("doc_id").to_pylist(), total.column("n_sum").to_pylist(), strict=True))
+            )
         return problems
 
     def reader(self, scope: set[str]) -> StreamedRows:

@@ -300,3 +300,34 @@ def test_reading_staged_vectors_keeps_no_pages_of_the_file(tmp_path: Path) -> No
     v = read_vectors(tmp_path / "v.npy")
     assert sum(float(v[a : a + 4096].sum()) for a in range(0, n, 4096)) == n * dim
     assert mapped_kb() == 0
+
+
+def test_the_staged_check_finds_an_id_staged_in_two_batches_and_counts_each_document(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk staged again in a later batch is refused (``check_rows`` sees one batch only);
+    ``per_document`` counts every staged row of each document."""
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    from tessera.pipeline.rows import StagedRows
+    from tessera.pipeline.run import chunk_step, embed_step, list_step, parse_step
+
+    monkeypatch.setattr(staging, "BATCH_ROWS", 7)
+    ws.tenant("acme", DOCS)
+    rc = ws.context("acme", "r1")
+    for step in (list_step, parse_step, chunk_step, embed_step):
+        step(rc)
+    docs = rc.listing()[1]
+    staged = StagedRows(rc, docs)
+    assert staged.check() == []
+    table = pq.read_table(staged.path)
+    assert staged.per_document == Counter(table.column("doc_id").to_pylist())
+
+    # the first chunk once more, as a batch of its own at the end (its vector too)
+    pq.write_table(pa.concat_tables([table, table.slice(0, 1)]), staged.path, row_group_size=7)
+    vectors = np.load(rc.workspace / staging.VECTORS)
+    np.save(rc.workspace / staging.VECTORS, np.concatenate([vectors, vectors[:1]]))
+    again = StagedRows(rc, docs)
+    assert "1 chunk ids staged in more than one batch" in again.check()
