@@ -160,3 +160,26 @@ def test_identity_comes_from_configs_and_weights_load_lazily() -> None:
     )
     assert (emb.identity.dimension, emb.identity.max_seq_length) == (384, 256)
     assert emb._model is None  # nothing embedded yet: torch weights not loaded
+
+
+def test_a_writer_between_lookup_and_write_never_stores_a_key_twice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Entries are appended only at the version their lookup read; a commit by another writer
+    in between (here: the same text embedded by a second run) makes the write merge on the key."""
+    db = connect(str(tmp_path / "db"))
+    emb = HashEmbedder()
+    seed = EmbeddingCache(db, "acme", emb.identity)
+    seed.put({text_key("seed"): np.ones(emb.identity.dimension, np.float32)})
+    first = EmbeddingCache(db, "acme", emb.identity)
+    assert first.get([text_key("a"), text_key("b")]) == {}  # both misses at this version
+    other = EmbeddingCache(db, "acme", emb.identity)
+    other.get([text_key("a")])
+    other.put({text_key("a"): np.full(emb.identity.dimension, 2.0, np.float32)})
+    first.put({k: np.full(emb.identity.dimension, 3.0, np.float32) for k in (text_key("a"), text_key("b"))})
+    assert first.count() == 3  # seed, a (once: the other run's), b
+    got = EmbeddingCache(db, "acme", emb.identity).get([text_key("a"), text_key("b")])
+    assert float(got[text_key("a")][0]) == 2.0 and float(got[text_key("b")][0]) == 3.0
+    # no writer in between: appended, and looked up as written
+    again = EmbeddingCache(db, "acme", emb.identity)
+    assert again.get([text_key("c")]) == {}
+    again.put({text_key("c"): np.full(emb.identity.dimension, 4.0, np.float32)})
+    assert again.count() == 4 and float(again.get([text_key("c")])[text_key("c")][0]) == 4.0

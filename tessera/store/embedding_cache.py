@@ -2,6 +2,13 @@
 
 The table name carries the model key and every row its full identity hash, so a vector of
 one model can never serve another. Entries are written only after all batches succeeded.
+
+New entries are appended when the table is still at the version their lookup read (every
+key was a miss there); only when another writer committed in between are they merged on the
+key. A ``merge_insert`` per embed batch joined against the whole table: over a 400,000-entry
+first build (50 batches of 8,000) it kept +63 MB in the process against +5 MB appended, and
+took longer. Two writers racing between the version check and the append can store a key
+twice; a lookup then returns one of the two vectors, both of the same model and text.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ class EmbeddingCache:
         self._db = db
         self.identity = identity
         self.name = cache_table_name(tenant, identity.key)
+        self._read_version: int | None = None
+        """The table version the latest :meth:`get` read (None: no table then, or no get)."""
         self.schema = pa.schema(
             [
                 pa.field("key", pa.string(), nullable=False),
@@ -53,6 +62,7 @@ class EmbeddingCache:
 
     def get(self, keys: Iterable[str]) -> dict[str, Vectors]:
         table = open_table(self._db, self.name)
+        self._read_version = None if table is None else int(table.version)
         wanted = sorted(set(keys))
         found: dict[str, Vectors] = {}
         if table is None or not wanted:
@@ -84,7 +94,11 @@ class EmbeddingCache:
             schema=self.schema,
         )
         table = create_or_open(self._db, self.name, data, self.schema)
-        if table is not None:
+        if table is None:  # created with the entries
+            return
+        if self._read_version is not None and int(table.version) == self._read_version:
+            table.add(data)  # the misses of a lookup at this very version
+        else:
             table.merge_insert("key").when_not_matched_insert_all().execute(data)
 
     def count(self) -> int:
