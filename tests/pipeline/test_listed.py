@@ -30,7 +30,7 @@ DOCS = st.lists(
         groups=st.lists(st.sampled_from(["staff", "hr", "ops"]), max_size=2).map(tuple),
         effective_from=_WHEN,
         effective_to=_WHEN,
-        modified_at=_WHEN,
+        modified_at=_WHEN | st.datetimes(),  # a naive time too: read back naive
         size=st.integers(0, 2**62),
         acl_source=st.sampled_from(["", "default", "hr/_access.yaml"]),
     ),
@@ -51,6 +51,7 @@ def test_every_document_reads_back_equal_to_the_dict_of_the_list(docs: list[Sour
         assert got == doc and got.meta_hash == doc.meta_hash
         for field in ("effective_from", "effective_to", "modified_at"):  # equal instants, and offsets
             assert getattr(got, field).utcoffset() == getattr(doc, field).utcoffset()
+        assert (got.modified_at.tzinfo is None) == (doc.modified_at.tzinfo is None)
         assert doc_id in listed and listed.get(doc_id) == doc
     assert listed.revisions() == {i: d.revision for i, d in want.items()}
     assert "never listed" not in listed and listed.get("never listed") is None
