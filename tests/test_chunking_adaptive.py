@@ -131,4 +131,4 @@ def test_adaptive_config_is_parsed_and_checked() -> None:
 
 
 def test_structural_is_unchanged_by_the_subclass(counter: HFTokenCounter) -> None:
-    assert StructuralChunker.version == "structural/2" and AdaptiveChunker.name == "adaptive"
+    assert StructuralChunker.version == "structural/3" and AdaptiveChunker.name == "adaptive"

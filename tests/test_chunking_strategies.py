@@ -60,8 +60,12 @@ sentence = st.builds(
     st.sampled_from([".", ".", "?", "!", "...", "。", ".”", ":", ";"]),
 )
 prose = st.lists(
-    st.tuples(sentence, st.sampled_from([" ", " ", " ", "\n", "\n\n", "  "])), min_size=0, max_size=60
-).map(lambda parts: "".join(s + sep for s, sep in parts))
+    st.tuples(
+        sentence, st.sampled_from([" ", " ", " ", "\n", "\n\n", "  ", r"\n", r"\n\n", r"\r\n", r" \n"])
+    ),
+    min_size=0,
+    max_size=60,
+).map(lambda parts: "".join(s + sep for s, sep in parts))  # r"\n": a serialized string's escaped break
 any_text = st.one_of(document, prose)
 
 
@@ -169,7 +173,8 @@ def test_recursive_overlap_is_at_most_configured(
         if b.start < a.end and "refit" not in a.flags + b.flags:
             shared = bisect_left(starts, a.end) - bisect_left(starts, b.start)
             assert 0 < shared <= ctx.config.overlap_tokens
-            assert parsed.text[b.start - 1].isspace(), "overlap starts at a word boundary"
+            before = parsed.text[: b.start]
+            assert before[-1].isspace() or before.endswith(r"\n"), "overlap starts at a word boundary"
         if ctx.config.overlap_tokens == 0:
             assert b.start >= a.end
 
@@ -329,10 +334,66 @@ def sentences(text: str) -> list[str]:
         ("see j. smith. he knows.", ["see j. smith.", "he knows."]),
         ("", []),
         ("   \n\n  ", []),
+        # escaped line breaks (a JSON/repr export): the escapes end the sentence before them
+        (
+            r"It rose (Lee, 2013).\n\nHowever, it fell. Then",
+            [r"It rose (Lee, 2013).\n\n", "However, it fell.", "Then"],
+        ),
+        (r"Open the store.\r\nClick Save.", [r"Open the store.\r\n", "Click Save."]),
+        (r"Conclusion\n\nIn short, yes.", [r"Conclusion\n\n", "In short, yes."]),
+        (r"Steps:\n- one\n- two", [r"Steps:\n", r"- one\n", "- two"]),
+        (r"Portland, USA\nPortland is green.", [r"Portland, USA\nPortland is green."]),  # one break: a line
+        # not a break before a lowercase letter (a path, TeX), nor after an abbreviation
+        (r"Saved in C:\new. Done.", [r"Saved in C:\new.", "Done."]),
+        (r"It ends.\newline here. More.", [r"It ends.\newline here.", "More."]),
+        (r"Trees, etc.\nthe rest. Ok.", [r"Trees, etc.\nthe rest.", "Ok."]),
+        (r"Ask Mr.\nSmith now.", [r"Ask Mr.\nSmith now."]),
+        (r"東京は大きい。\n大阪", [r"東京は大きい。\n", "大阪"]),
     ],
 )
 def test_sentence_spans_examples(text: str, expected: list[str]) -> None:
     assert sentences(text) == expected
+
+
+_PARAGRAPHS = [
+    "Social media lets people share their lives with friends. It can also bring them closer, "
+    "because sharing builds trust over time. Many studies agree on this point.",
+    "However, social media also has costs. Comparing oneself with others breeds envy. "
+    "Some people feel worse after an hour of scrolling than before it.",
+    "Finally, time online is time not spent together. Couples report more arguments "
+    "about phones than about money. The advice is simple: put the phone away.",
+]
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "structural", "adaptive"])
+def test_an_exported_chat_log_is_cut_at_its_escaped_paragraph_breaks(
+    counter: TokenCounter, strategy: str
+) -> None:
+    # a chat log exported as a Python repr: one line, the messages' paragraphs joined by the
+    # two characters backslash-n; each paragraph (~35 tokens) fits a 48-token chunk, two do not
+    body = r"\n\n".join(_PARAGRAPHS)
+    text = "[{'content': 'Write about social media.', 'role': 'user'}, {'content': '" + body + "'}]\n"
+    ctx = make_ctx(counter, (strategy, 48, 48, 0, ""))
+    parsed, chunks = chunk(text, ctx)
+    check(parsed, chunks, ctx)
+    starts = {c.start for c in chunks}
+    for p in _PARAGRAPHS[1:]:  # every paragraph after an escaped break starts a chunk
+        assert parsed.text.index(p) in starts, p[:30]
+    for c in chunks[:-1]:  # and the escapes stay with the chunk before them
+        assert not c.text.startswith("\\")
+    assert any(c.text.endswith(r"\n\n") for c in chunks)
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "structural"])
+def test_a_backslash_n_before_a_lowercase_letter_is_not_a_break(counter: TokenCounter, strategy: str) -> None:
+    # a Windows path or a TeX command: cutting there would split a word, so it stays inside
+    path = r"Reports are saved in C:\new\notes by default and copied to D:\nightly each evening. "
+    text = path * 6
+    ctx = make_ctx(counter, (strategy, 32, 32, 0, ""))
+    parsed, chunks = chunk(text, ctx)
+    check(parsed, chunks, ctx)
+    for c in chunks:
+        assert not c.text.endswith(r"C:\n") and not c.text.endswith(r"D:\n"), c.text
 
 
 @settings(max_examples=60, deadline=None, database=None)
@@ -341,7 +402,7 @@ def test_sentence_spans_partition_the_range(text: str, cut: int) -> None:
     start, end = min(cut, len(text)), len(text)
     spans = sentence_spans(text, start, end)
     for (_, a1), (b0, _) in itertools.pairwise(spans):
-        assert a1 <= b0 and text[a1:b0].isspace()
+        assert a1 <= b0 and not text[a1:b0].strip()  # whitespace, or nothing (escapes, CJK)
     for s, e in spans:
         assert start <= s < e <= end and text[s:e] == text[s:e].strip()
     covered = {i for s, e in spans for i in range(s, e)}

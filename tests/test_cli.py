@@ -97,7 +97,7 @@ def test_lineage_is_checked_field_by_field(project, ws, capsys) -> None:  # type
         "prev_id",
     ):
         assert info[key] == row[key]
-    assert info["parser_version"].startswith("markdown-it-py") and info["chunker_version"] == "structural/2"
+    assert info["parser_version"].startswith("markdown-it-py") and info["chunker_version"] == "structural/3"
     assert info["duplicates"] == []
     assert info["sentence_vectors"] == len(row["sentence_vectors"] or [])
     assert _cli(project, "lineage", "0" * 64, "--tenant", "acme") == 1

@@ -41,7 +41,7 @@ def long_context(ctx: ChunkContext) -> ChunkContext:
 
 class AdaptiveChunker(StructuralChunker):
     name = "adaptive"
-    version = "adaptive/1"
+    version = "adaptive/2"  # 2: escaped line breaks (as structural/3)
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         idx = TokenIndex(parsed.text, ctx)

@@ -27,15 +27,15 @@ from bisect import bisect_left
 
 from tessera.chunking.assemble import assemble
 from tessera.chunking.base import ChunkContext
-from tessera.chunking.sentences import sentence_spans
+from tessera.chunking.sentences import ESCAPED_BLANK_LINE, ESCAPED_BREAKS, sentence_spans
 from tessera.chunking.token import Span, plain_drafts, window_size
 from tessera.chunking.windows import _char_windows
 from tessera.types import Chunk, ParsedDocument, SourceDocument
 
 PARAGRAPH, LINE, SENTENCE, CLAUSE, WORD, TOKEN = range(6)
 _SEPARATOR = {
-    PARAGRAPH: re.compile(r"\n[^\S\n]*\n\s*"),
-    LINE: re.compile(r"\n\s*"),
+    PARAGRAPH: re.compile(rf"\n[^\S\n]*\n\s*|(?P<esc>{ESCAPED_BLANK_LINE})\s*"),
+    LINE: re.compile(rf"\n\s*|(?P<esc>{ESCAPED_BREAKS})\s*"),
     CLAUSE: re.compile(r"(?<=[;:,])\s+"),
     WORD: re.compile(r"\s+"),
 }
@@ -68,6 +68,11 @@ def _pieces(text: str, a: int, b: int, level: int) -> list[tuple[int, int]]:
     prev = a
     leading = level in _LEADING
     for m in _SEPARATOR[level].finditer(text, a, b):
+        if m.lastgroup == "esc":  # escaped line breaks are text: they end the piece before them
+            if m.end("esc") > prev:
+                out.append((prev, m.end("esc")))
+            prev = m.end()
+            continue
         start = m.start()
         if leading:
             while start > prev and text[start - 1] != "\n" and text[start - 1].isspace():
@@ -195,7 +200,7 @@ def recursive_spans(text: str, ctx: ChunkContext, refit: set[int] | None = None)
 
 class RecursiveChunker:
     name = "recursive"
-    version = "recursive/1"
+    version = "recursive/2"  # 2: escaped line breaks are paragraph and line separators
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         refit: set[int] = set()

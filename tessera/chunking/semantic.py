@@ -89,7 +89,7 @@ class SemanticChunker:
     document's distances, so a short section is cut only where the document's topics shift."""
 
     name = "semantic"
-    version = "semantic/2"
+    version = "semantic/3"  # 3: sentences end at escaped line breaks
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         if ctx.embed is None:

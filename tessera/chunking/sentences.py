@@ -1,4 +1,4 @@
-"""Language-aware sentence boundaries over a range of text, with exact offsets.
+r"""Language-aware sentence boundaries over a range of text, with exact offsets.
 
 Contract of :func:`sentence_spans`: the spans are in document order, disjoint, non-empty,
 free of surrounding whitespace, and together cover every non-whitespace character of the
@@ -12,7 +12,14 @@ range (what lies between two spans is whitespace). A sentence ends:
 * after the CJK ``。！？``, Devanagari ``।``/``॥``, Arabic/Urdu ``؟``/``۔`` at once (these
   scripts do not put a space after the terminator);
 * at a blank line (a paragraph break), and at a line break before a Markdown block
-  marker (heading, list item, quote, table row).
+  marker (heading, list item, quote, table row);
+* the same at an *escaped* line break: a serialized string (a JSON or CSV export, a Python
+  ``repr`` of a chat log) writes its line breaks as the two characters ``\n`` (or ``\r\n``).
+  A terminator followed by escaped line breaks ends a sentence, and so do two of them in a
+  row (an escaped blank line), or one before a block marker. The escapes stay at the end of
+  the sentence before them. Not before a lowercase letter: ``C:\new`` or a TeX
+  ``\newline`` are not line breaks (the one cost: an escaped break before a lowercase word
+  is not seen).
 
 Pure and regex-driven: one ``finditer`` over the range, a constant check per candidate.
 """
@@ -23,16 +30,20 @@ import re
 
 _CLOSERS = "\"'”’»)\\]}」』】）》›"
 _TERMINATORS = ".?!…"
-_LATIN = rf"[.?!…]++[{_CLOSERS}]*+(?=\s|$)"
+ESCAPED_BREAKS = r"(?:(?:\\r)?+\\n)++(?![a-z])"
+r"""A run of escaped line breaks (the characters ``\n``, ``\r\n``) not before a lowercase letter."""
+ESCAPED_BLANK_LINE = r"(?:(?:\\r)?+\\n){2,}+(?![a-z])"
+"""Two or more escaped line breaks in a row: an escaped paragraph break."""
+_LATIN = rf"[.?!…]++[{_CLOSERS}]*+(?:(?=\s|$)|{ESCAPED_BREAKS})"
 r"""A run of terminators, its closers, then whitespace. Possessive and, in :data:`_CANDIDATE`,
 only at the start of a run: ``(?:\.{2,}|…|[.?!])[.?!…]*`` (the same strings) backtracked
 cubically on a run of dots not followed by a space (29 s for 1,000 dots)."""
 _LATIN_AT = re.compile(_LATIN)
 _CANDIDATE = re.compile(
     rf"(?P<latin>(?<![.?!…]){_LATIN})"
-    rf"|(?P<cjk>[。！？｡।॥؟۔]+[{_CLOSERS}]*)"
-    r"|(?P<para>\n[ \t\r\f\v]*\n)"
-    r"|(?P<line>\n)(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\|))"
+    rf"|(?P<cjk>[。！？｡।॥؟۔]+[{_CLOSERS}]*(?:{ESCAPED_BREAKS})?)"
+    rf"|(?P<para>\n[ \t\r\f\v]*\n|{ESCAPED_BLANK_LINE})"
+    r"|(?P<line>\n|(?:\\r)?+\\n)(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\|))"
 )
 _WORD_BEFORE = re.compile(r"[\w.]*$")
 _ABBREVIATIONS = """mr mrs ms mx dr prof sr jr st mt ft rev gen col capt lt sgt gov sen rep hon

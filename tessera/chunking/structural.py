@@ -85,7 +85,7 @@ def _kind(block: Block | None) -> str:
 
 class StructuralChunker:
     name = "structural"
-    version = "structural/2"  # 2: sentence-aware pieces packed to the target, inferred headings
+    version = "structural/3"  # 2: sentence-aware pieces, inferred headings; 3: escaped line breaks
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         pieces: list[Piece] = []
