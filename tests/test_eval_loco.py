@@ -54,6 +54,37 @@ def test_spread_reports_the_worst_corpus_and_peers_get_their_own_rows() -> None:
     assert sel["per_corpus_spread"]["peer-big"]["hybrid"]["recall"]["std"] == 0.0
 
 
+def test_a_profile_ahead_on_more_corpora_beats_a_larger_average_margin() -> None:
+    # "spiky" is ahead on the average with the larger frontier margin, but it is behind a peer
+    # on two corpora; "even" is ahead on every corpus: the rule counts corpora before margins
+    spiky = row("spiky", {"a": (99.0, 12.0), "b": (99.0, 12.0), "c": (79.0, 7.0), "d": (79.0, 7.0)})
+    even = row("even", {c: (84.0, 7.0) for c in CORPORA})
+    modes = ["dense", "hybrid"]
+    assert loco.corpora_ahead(spiky, PEERS, CORPORA, modes) == 2
+    assert loco.corpora_ahead(even, PEERS, CORPORA, modes) == 4
+    assert loco.choose([spiky, even], PEERS, CORPORA, modes) == "even"
+    # the average still comes first: ahead on more corpora but behind on the average loses
+    lopsided = row("lopsided", {"a": (81.0, 6.5), "b": (81.0, 6.5), "c": (81.0, 6.5), "d": (20.0, 1.0)})
+    assert loco.corpora_ahead(lopsided, PEERS, CORPORA, modes) == 3
+    assert loco.choose([lopsided, spiky], PEERS, CORPORA, modes) == "spiky"
+    # with the count equal, the margin decides (the previous rule)
+    lower = row("lower", {"a": (98.0, 12.0), "b": (98.0, 12.0), "c": (79.0, 7.0), "d": (79.0, 7.0)})
+    assert loco.choose([lower, spiky], PEERS, CORPORA, modes) == "spiky"
+    # the count is of hybrid leads: a dense dip on one corpus (the average still within a
+    # point) does not cost that corpus, a hybrid dip does
+    dense_dip = row("dense-dip", {c: (84.0, 7.0) for c in CORPORA})
+    dense_dip["per_corpus"]["b"]["dense"]["recall"] = 78.0
+    assert loco.corpora_ahead(dense_dip, PEERS, CORPORA, modes) == 3
+    assert loco.corpora_ahead(dense_dip, PEERS, CORPORA, ["hybrid"]) == 4
+    hybrid_dip = row("hybrid-dip", {c: (84.0, 7.0) for c in CORPORA})
+    hybrid_dip["per_corpus"]["b"]["hybrid"]["iou"] = 5.0
+    assert loco.choose([hybrid_dip, dense_dip], PEERS, CORPORA, modes) == "dense-dip"
+    assert loco.choose([dense_dip, hybrid_dip], PEERS, CORPORA, modes) == "dense-dip"
+    # but a dense average more than a point below a peer's drops a profile from the first rank
+    dense_low = row("dense-low", {c: (90.0, 9.0) for c in CORPORA}, dense=-12.0)  # dense 78 < 80 - 1
+    assert loco.choose([dense_low, hybrid_dip], PEERS, CORPORA, modes) == "hybrid-dip"
+
+
 def test_dense_may_trail_by_one_point_only() -> None:
     close = row("close", {c: (85.0, 7.0) for c in CORPORA}, dense=-4.5)  # dense 80.5 vs peer 80: ahead
     behind = row("behind", {c: (85.0, 7.0) for c in CORPORA}, dense=-6.5)  # 78.5: more than 1 behind
