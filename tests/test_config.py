@@ -57,7 +57,7 @@ def test_bundled_example_loads() -> None:
     assert set(cfg.tenants) == {"acme", "globex"}
     assert cfg.embedding.model == "sentence-transformers/all-MiniLM-L6-v2"
     assert cfg.embedding.sha256 == SHA
-    assert cfg.chunking == ChunkingConfig("structural", 256, 256, 0, sentence_vectors=False)
+    assert cfg.chunking == ChunkingConfig("structural", 256, 224, 0, sentence_vectors=False)
     acme = cfg.tenant("acme")
     assert acme.source.kind == "folder"
     assert acme.source.path == (EXAMPLES / "corpus" / "acme").resolve()
