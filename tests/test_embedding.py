@@ -183,3 +183,53 @@ def test_a_writer_between_lookup_and_write_never_stores_a_key_twice(tmp_path) ->
     assert again.get([text_key("c")]) == {}
     again.put({text_key("c"): np.full(emb.identity.dimension, 4.0, np.float32)})
     assert again.count() == 4 and float(again.get([text_key("c")])[text_key("c")][0]) == 4.0
+
+
+def test_lookups_query_only_the_keys_the_cache_holds(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A lookup finds the present keys in one pass over the key column and fetches only those
+    with ``key IN (...)``: a first build's misses plan no such query (it kept memory that grew
+    with the cache), and a mixed lookup returns exactly the present keys' vectors."""
+    import tessera.store.embedding_cache as ec
+
+    monkeypatch.setattr(ec, "_SCAN_BATCH", 7)  # several batches of the key column
+    monkeypatch.setattr(ec, "_LOOKUP_BATCH", 3)
+    wheres: list[str] = []
+    real_open = ec.open_table
+
+    class Spy:
+        def __init__(self, table) -> None:  # type: ignore[no-untyped-def]
+            self._table = table
+
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(self._table, name)
+
+        def search(self):  # type: ignore[no-untyped-def]
+            query = self._table.search()
+            where = query.where
+
+            def spied(expr, *args, **kwargs):  # type: ignore[no-untyped-def]
+                wheres.append(expr)
+                return where(expr, *args, **kwargs)
+
+            query.where = spied
+            return query
+
+    def spied_open(db, name):  # type: ignore[no-untyped-def]
+        table = real_open(db, name)
+        return None if table is None else Spy(table)
+
+    monkeypatch.setattr(ec, "open_table", spied_open)
+    db = connect(str(tmp_path / "db"))
+    emb = HashEmbedder()
+    dim = emb.identity.dimension
+    cache = EmbeddingCache(db, "acme", emb.identity)
+    held = {text_key(f"held {i}"): np.full(dim, float(i), np.float32) for i in range(30)}
+    cache.put(held)
+    misses = [text_key(f"new {i}") for i in range(20)]
+    assert cache.get(misses) == {} and wheres == []
+    present = sorted(held)[:10]
+    got = cache.get(present + misses)
+    assert sorted(got) == present
+    assert all(np.array_equal(got[k], held[k]) for k in present)
+    assert len(wheres) == 4 and not any(m in w for m in misses for w in wheres)
+    assert cache.get(sorted(held))[sorted(held)[-1]].shape == (dim,)  # every batch of the pass is read
