@@ -188,6 +188,8 @@ def test_sweep_reports_every_profile_and_reuses_the_cache(
     sel = report["selection"]
     assert [f["held_out"] for f in sel["folds"]] == ["alpha", "beta"]
     assert sel["recommended"] == report["recommended"]["name"]
+    assert "bootstrap" not in sel  # it compares with peers, and this run has none
+    assert not any("_questions" in r for r in [*rows, *report["ablation"]])  # kept out of the report
     # the ablation: the recommended profile again, with sentence vectors on (probes, their cost)
     [ablation] = report["ablation"]
     assert ablation["name"] == f"{report['recommended']['name']} sentence_vectors=True"

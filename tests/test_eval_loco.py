@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tessera.evaluation.chunking import loco
@@ -144,3 +145,34 @@ def test_fusion_is_chosen_on_the_training_corpora_only_and_ties_keep_the_product
     tied = {"product": report["product"], "variants": {"same": report["variants"]["same"]}}
     same = select(tied, ["a", "b"])
     assert {f["choice"] for f in same["folds"]} == {"product"}
+
+
+def test_the_bootstrap_counts_corpora_where_the_lead_survives_resampling() -> None:
+    from tessera.evaluation.chunking.bootstrap import ahead
+
+    rng = np.random.default_rng(7)
+    labels = ["a"] * 40 + ["b"] * 40 + ["c"] * 40
+    peer_r = rng.uniform(40, 100, 120)
+    peer_i = rng.uniform(1, 10, 120)
+    lead = np.array([30.0] * 40 + [0.0] * 40 + [-30.0] * 40)  # far ahead on a, level on b, behind on c
+    noise = np.concatenate([np.zeros(40), rng.normal(0, 20, 40), np.zeros(40)])
+
+    def scores(r: np.ndarray, i: np.ndarray) -> dict[str, dict[str, list[float]]]:
+        return {"hybrid": {"recall": list(r), "iou": list(i)}, "dense": {"recall": list(r), "iou": list(i)}}
+
+    peer = scores(peer_r, peer_i)
+    row = scores(np.clip(peer_r + lead + noise, 0, 100), peer_i + lead / 10 + noise / 10)
+    out = ahead(row, [peer], labels, samples=500)
+    per = out["per_corpus"]
+    assert per["a"]["hybrid"] == 1.0 and per["c"]["hybrid"] == 0.0
+    assert 0.05 < per["b"]["hybrid"] < 0.95  # a level corpus is a coin toss, not a win
+    assert out["expected_corpora_ahead"] == pytest.approx(1 + per["b"]["hybrid"], abs=0.01)
+    assert out["p_all_but_one"] == pytest.approx(per["b"]["hybrid"], abs=0.01)  # needs b (c is lost)
+    assert ahead(row, [peer], labels, samples=500) == out  # deterministic for a seed
+    # paired and strict: a profile equal to the peer is never ahead, in any draw
+    assert ahead(peer, [peer], labels, samples=200)["expected_corpora_ahead"] == 0.0
+    # dense within a point counts as level: 0.5 below everywhere is within, 1.5 is not
+    low = scores(peer_r - 0.5, peer_i)
+    assert all(v["dense"] == 1.0 for v in ahead(low, [peer], labels, samples=100)["per_corpus"].values())
+    lower = scores(peer_r - 1.5, peer_i)
+    assert all(v["dense"] == 0.0 for v in ahead(lower, [peer], labels, samples=100)["per_corpus"].values())

@@ -151,6 +151,13 @@ def loco_table(report: dict[str, Any]) -> str:
     lines.append(f"\nRecommended: {sel['recommended']} (chosen in {sel['chosen_counts']}; "
                  f"on all corpora: {sel['full_data_choice']}). Held-out corpora where the choice is ahead of "
                  f"every peer: {wins}.")  # fmt: skip
+    boot = sel.get("bootstrap")
+    if boot:
+        per = ", ".join(f"{c} {v['hybrid']:.2f}" for c, v in boot["per_corpus"].items())
+        lines.append(f"\nPaired bootstrap ({boot['samples']} draws of each corpus's questions): the "
+                     f"recommendation is ahead of every peer in hybrid mode with probability {per}; "
+                     f"expected corpora ahead {boot['expected_corpora_ahead']:.2f}; ahead on all but at "
+                     f"most one: {boot['p_all_but_one']:.2f}.")  # fmt: skip
     return "\n".join(lines)
 
 

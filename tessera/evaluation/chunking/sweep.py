@@ -25,7 +25,7 @@ from tessera.chunking.tokens import TokenCounter
 from tessera.embedding.base import Embedder
 from tessera.embedding.batching import EmbedStats, RetryPolicy
 from tessera.errors import ConfigError
-from tessera.evaluation.chunking import frontier, loco
+from tessera.evaluation.chunking import bootstrap, frontier, loco
 from tessera.evaluation.chunking.collection import Collection
 from tessera.evaluation.chunking.corpus import Corpus
 from tessera.evaluation.chunking.harness import (
@@ -42,6 +42,7 @@ from tessera.search.fusion import split
 from tessera.store.embedding_cache import EmbeddingCache, embed_with_cache
 
 MODEL_MAX_TOKENS = 256
+QUESTIONS = "_questions"
 
 
 def _profile(strategy: str, size: int, overlap: int, sv: bool = False, **adaptive: int) -> ChunkingConfig:
@@ -140,12 +141,14 @@ def _measure(
     per_corpus: dict[str, dict[str, Any]] = {c: {} for c in inp.corpus.texts}
     pooled: dict[str, Any] = {}
     latency: dict[str, float] = {}
+    questions: dict[str, dict[str, list[float]]] = {}
     try:
         for m in s.modes:
             t0 = time.perf_counter()
             records = evaluate(collection, inp.corpus.questions, inp.qvecs, s.k, m, s.token_budget, inp.grids)
             latency[m] = round(1000 * (time.perf_counter() - t0) / (2 * len(records)), 2)
             pooled[m] = summarize(records)
+            questions[m] = {k: [float(r[k]) for r in records] for k in ("recall", "iou")}
             for c in per_corpus:
                 per_corpus[c][m] = summarize(records, c)
     finally:
@@ -171,6 +174,7 @@ def _measure(
         "embed_seconds": round(embedding.stats.seconds - before[1], 2),
         **pooled,
         "per_corpus": per_corpus,
+        QUESTIONS: questions,  # per-question scores for the bootstrap; not written to the report
     }
 
 
@@ -237,6 +241,11 @@ def run_sweep(
         ablation.append(twin)
     for r in [*rows, *ablation]:
         r["margins"] = frontier.margins(r, peers, settings.modes) if peers else {}
+    if best_row is not None and peers and "hybrid" in settings.modes:
+        labels = [q.corpus for q in corpus.questions]
+        selection["bootstrap"] = bootstrap.ahead(best_row[QUESTIONS], [p[QUESTIONS] for p in peers], labels)
+    for r in [*rows, *ablation, *peers]:
+        r.pop(QUESTIONS, None)
     fusion_report = None
     if best_row is not None and settings.fusion_study:
         fusion_report = _fusion(profiles[best_row["name"]], embedding, inp, settings)
