@@ -4,7 +4,8 @@ A corpus of 56 questions moves recall by about 1.8 points per question, so a pro
 a peer by 0.2 points on it is ahead by chance as much as by design. :func:`ahead` resamples
 each corpus's questions with replacement (the same draw for the profile and every peer: the
 comparison is paired) and counts, per draw, on which corpora the profile's hybrid recall and
-IoU are above every peer's, and its dense recall within ``DENSE_SLACK`` of the best peer's.
+IoU are above every peer's, and its dense recall within a point of the best peer's
+(:func:`tessera.evaluation.chunking.loco.leads`, the rule the selection uses).
 It reports the probability per corpus, the expected number of corpora ahead and the
 probability of being ahead on all but at most one corpus (the acceptance rule).
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tessera.evaluation.chunking.loco import DENSE_SLACK
+from tessera.evaluation.chunking.loco import leads
 
 Scores = Mapping[str, Mapping[str, Sequence[float]]]
 """Per mode, per metric (``recall``, ``iou``), one value per question in the pooled order."""
@@ -36,17 +37,18 @@ def ahead(
         idx = np.flatnonzero(labels == c)
         draw = idx[rng.integers(0, len(idx), size=(samples, len(idx)))]
 
-        def mean(s: Scores, mode: str, metric: str, draw: np.ndarray = draw) -> np.ndarray:
-            out: np.ndarray = np.asarray(s[mode][metric], dtype=np.float64)[draw].mean(axis=1)
-            return out
+        def means(s: Scores, draw: np.ndarray = draw) -> dict[str, dict[str, np.ndarray]]:
+            return {m: {k: np.asarray(v, dtype=np.float64)[draw].mean(axis=1) for k, v in ms.items()}
+                    for m, ms in s.items()}  # fmt: skip
 
+        mine = means(row)
         hybrid = np.ones(samples, dtype=bool)
         dense = np.ones(samples, dtype=bool)
         for p in peers:
-            hybrid &= mean(row, "hybrid", "recall") > mean(p, "hybrid", "recall")
-            hybrid &= mean(row, "hybrid", "iou") > mean(p, "hybrid", "iou")
+            theirs = means(p)
+            hybrid &= leads(mine, theirs, "hybrid")
             if "dense" in row:
-                dense &= mean(row, "dense", "recall") >= mean(p, "dense", "recall") - DENSE_SLACK
+                dense &= leads(mine, theirs, "dense")
         count += hybrid
         per[c] = {"hybrid": round(float(hybrid.mean()), 3), "dense": round(float(dense.mean()), 3)}
     return {

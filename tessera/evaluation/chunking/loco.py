@@ -47,13 +47,17 @@ def ahead(
 ) -> dict[str, bool]:
     """Per mode, whether ``row`` (a view: mode -> metrics) is ahead of every peer: hybrid on
     recall and IoU, dense on recall within ``DENSE_SLACK``."""
-    out: dict[str, bool] = {}
-    for m in modes:
-        if m == "dense":
-            out[m] = all(row[m]["recall"] >= p[m]["recall"] - DENSE_SLACK for p in peers)
-        else:
-            out[m] = all(row[m]["recall"] > p[m]["recall"] and row[m]["iou"] > p[m]["iou"] for p in peers)
-    return out
+    return {m: all(bool(leads(row, p, m)) for p in peers) for m in modes}
+
+
+def leads(row: Mapping[str, Any], peer: Mapping[str, Any], mode: str) -> Any:
+    """Whether ``row`` leads ``peer`` in ``mode`` (dense: recall within ``DENSE_SLACK``; else
+    recall and IoU above). Scores may be floats or NumPy arrays of bootstrap draws (then one
+    boolean per draw): the one comparison :func:`ahead` and the bootstrap share."""
+    r, q = row[mode], peer[mode]
+    if mode == "dense":
+        return r["recall"] >= q["recall"] - DENSE_SLACK
+    return (r["recall"] > q["recall"]) & (r["iou"] > q["iou"])
 
 
 def choose(
