@@ -19,10 +19,12 @@ from tessera.store.indexes import (
     EF,
     EF_ROWS,
     REFINE,
+    ROWS_PER_PARTITION,
     ef_for,
     ensure_indexes,
     exact_distances,
     nearest,
+    partitions_for,
     vector_recall,
 )
 from tests.test_incremental_cost import _vector_rows
@@ -36,6 +38,15 @@ def test_width_is_fixed_up_to_the_measured_size_then_grows_with_the_square_root(
     # never below what HNSW must return, whatever the size
     assert ef_for(10, 200) == 200 * REFINE and ef_for(10**7, 1000) == 1000 * REFINE
     assert nearest([0.0, 1.0], 10, 1_000_000)["ef"] == 203
+
+
+def test_partitions_hold_a_fixed_number_of_rows_and_never_fewer_than_one() -> None:
+    """Each probed partition is a graph search of its own: 100k rows make 4 partitions, all
+    probed (``NPROBES`` 20), not 16."""
+    assert partitions_for(0) == partitions_for(1) == partitions_for(ROWS_PER_PARTITION) == 1
+    assert partitions_for(ROWS_PER_PARTITION + 1) == 2
+    assert partitions_for(100_000) == 4 <= indexes.NPROBES
+    assert partitions_for(1_000_000) == 40
 
 
 def _table(tmp_path: Path, rows: int = 600) -> tuple[Any, np.ndarray]:
