@@ -85,11 +85,12 @@ def _nearest(ds: Any, vector: list[float], where: str, n: int, cols: list[str]) 
 def dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str, Any]]:
     """Top ``n`` by the fused score of :mod:`tessera.search.fusion`: the ``candidate_depth(n)``
     nearest chunk vectors under the prefilter, each rescored from its stored vectors. A table
-    without the ``sentence_vectors`` column ranks by chunk vector (``1 - distance``)."""
+    without sentence vectors ranks by chunk vector (``1 - distance``, exact: the vector index
+    re-ranks its candidates on the stored vectors, ``REFINE``), without reading the vectors."""
     ds = dataset(table)
     query = np.asarray(vector, np.float32)
-    column = "sentence_vectors" in ds.schema.names
-    cols = ["id", "dup_group", "vector"] if column else ["id", "dup_group"]
+    rescored = "sentence_vectors" in ds.schema.names and has_sentence_vectors(ds)
+    cols = ["id", "dup_group", "vector"] if rescored else ["id", "dup_group"]
 
     def scored(depth: int, extra: list[str]) -> list[dict[str, Any]]:
         rows = checked(
@@ -103,7 +104,7 @@ def dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str,
             )
         return rows
 
-    if column and has_sentence_vectors(ds):
+    if rescored:
         return _cut(scored(candidate_depth(n), ["sentence_vectors"]), n)
     rows = scored(n + 1, [])
     if len(rows) > n and min(r["_score"] for r in rows) >= _cut(rows, n)[-1]["_score"] - TIE:

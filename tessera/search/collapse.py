@@ -15,6 +15,7 @@ from typing import Any
 from tessera.search.dataset import dataset
 from tessera.search.rows import full_rows
 from tessera.search.scope import CHECKED, scope_of
+from tessera.search.shared import copies_possible
 from tessera.store.db import sql_str
 from tessera.store.schema import dedup_key
 
@@ -98,13 +99,14 @@ def with_all_copies(
     """``kept`` (collapsed from ``ranked``) with the copies that ranked below the cut-off.
 
     One query, under the same ``where``, for rows sharing a result's group or text checksum
-    (``copy_ids``); ``prefetched`` answers it when it covers those groups (search queries the
+    (``copy_ids``), none when no such row can exist outside ``ranked``
+    (``tessera.search.shared``); ``prefetched`` answers it when it covers those groups (search queries the
     groups of all ranked rows while it reads their columns). The columns are read for the
     copies not already ranked. They are folded after every ranked row, so the results and
     their order do not change, only their ``_sources`` grow.
     """
     groups = {g for r in kept if r["_key"] for g in (r["_key"], r.get("dup_group")) if g}
-    if not groups:
+    if not groups or not copies_possible(dataset(table), ranked, groups):
         return kept
     seen = {r["id"] for r in ranked}
     covered = prefetched is not None and groups <= prefetched.groups and len(prefetched.rows) < MAX_CANDIDATES

@@ -22,9 +22,10 @@ from tessera.embedding.base import Embedder
 from tessera.errors import InvalidArgument
 from tessera.search import candidates
 from tessera.search.collapse import MAX_CANDIDATES, collapse, copy_ids, with_all_copies
-from tessera.search.dataset import pin
+from tessera.search.dataset import dataset, pin
 from tessera.search.options import SearchOptions, row_columns
 from tessera.search.rows import full_rows
+from tessera.search.shared import copies_possible
 
 RRF_K = 20
 LEXICAL_WEIGHT = 1.25
@@ -161,7 +162,8 @@ def ranked_rows(
 ) -> list[dict[str, Any]]:
     """Top-k after ``collapse``, widening the candidates while duplicates eat into k; then
     every readable copy of each result joins its ``_sources`` (``with_all_copies``). The
-    copies of the ranked rows' groups are queried while their columns are read.
+    copies of the ranked rows' groups are queried while their columns are read, when any may
+    exist (``tessera.search.shared``).
 
     This is the ranking :func:`tessera.search.query.search` returns (before expansion);
     ``tessera eval chunking`` calls it with the query vector it already has, so the
@@ -170,7 +172,7 @@ def ranked_rows(
     while True:
         ranked = _ranked(table, embedder, query, where, replace(opts, k=n), vector, fusion)
         groups = {r["dup_group"] for r in ranked if r.get("dup_group")}
-        if groups:
+        if groups and copies_possible(dataset(table), ranked, groups):
             rows, copies = candidates.both(
                 partial(full_rows, table, where, ranked), partial(copy_ids, table, where, groups)
             )
