@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from tessera.search.dataset import dataset
+from tessera.search.dataset import column_names, dataset
 from tessera.search.fusion import candidate_depth, row_score
 from tessera.search.lexical import flat_bm25
 from tessera.search.options import row_columns
@@ -49,7 +49,7 @@ def rank_key(row: dict[str, Any]) -> tuple[float, str]:
 
 def has_sentence_vectors(ds: Any) -> bool:
     """Whether any row of this dataset version has sentence vectors (remembered per version)."""
-    if "sentence_vectors" not in ds.schema.names:
+    if "sentence_vectors" not in column_names(ds):
         return False
     key = (str(ds.uri), int(ds.version))
     if key not in _SENTENCES:
@@ -89,7 +89,7 @@ def dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str,
     re-ranks its candidates on the stored vectors, ``REFINE``), without reading the vectors."""
     ds = dataset(table)
     query = np.asarray(vector, np.float32)
-    rescored = "sentence_vectors" in ds.schema.names and has_sentence_vectors(ds)
+    rescored = "sentence_vectors" in column_names(ds) and has_sentence_vectors(ds)
     cols = ["id", "dup_group", "vector"] if rescored else ["id", "dup_group"]
 
     def scored(depth: int, extra: list[str]) -> list[dict[str, Any]]:

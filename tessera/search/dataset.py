@@ -27,6 +27,7 @@ from tessera.store.index import TenantIndex
 
 _OPEN_MAX = 32
 _LOCK = threading.Lock()
+_NAMES: dict[tuple[str, int], tuple[str, ...]] = {}
 _CACHES: weakref.WeakKeyDictionary[Any, tuple[OrderedDict[tuple[str, int], Any], Any]] = (
     weakref.WeakKeyDictionary()
 )
@@ -77,6 +78,21 @@ def dataset(table: Any) -> Any:
         while len(opened) > _OPEN_MAX:
             opened.popitem(last=False)
     return ds
+
+
+def column_names(ds: Any) -> tuple[str, ...]:
+    """The column names of this dataset version, remembered per version: ``ds.schema`` converts
+    the whole schema from Lance on every read (~0.35 ms, three times a search before)."""
+    key = (str(ds.uri), int(ds.version))
+    with _LOCK:
+        names = _NAMES.get(key)
+    if names is None:
+        names = tuple(ds.schema.names)
+        with _LOCK:
+            _NAMES[key] = names
+            while len(_NAMES) > _OPEN_MAX:
+                _NAMES.pop(next(iter(_NAMES)))
+    return names
 
 
 def _cache(conn: Any) -> tuple[OrderedDict[tuple[str, int], Any], Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tessera.search.dataset import dataset
+from tessera.search.dataset import column_names, dataset
 from tessera.search.options import row_columns
 from tessera.store.db import sql_str
 
@@ -38,7 +38,7 @@ def full_rows(table: Any, where: str, ranked: list[dict[str, Any]]) -> list[dict
 def _read(table: Any, where: str, need: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     ids = {r["id"] for r in need}
     ds = dataset(table)
-    columns = row_columns(ds.schema.names)
+    columns = row_columns(column_names(ds))
     if all(isinstance(r.get("_rowid"), int) for r in need):
         rowids = [r["_rowid"] for r in need]
         taken = ds._take_rows(rowids, columns=columns).to_pylist()  # by row id, not offset

@@ -22,6 +22,8 @@ from typing import Any
 
 import pyarrow.compute as pc
 
+from tessera.search.dataset import column_names
+
 _KEEP = 8
 _LOCK = threading.Lock()
 _SHARED: OrderedDict[tuple[str, int], Mapping[str, int]] = OrderedDict()
@@ -35,7 +37,7 @@ def shared_groups(ds: Any) -> Mapping[str, int]:
             _SHARED.move_to_end(key)
             return _SHARED[key]
     shared: dict[str, int] = {}
-    if "dup_group" in ds.schema.names:
+    if "dup_group" in column_names(ds):
         counts = pc.value_counts(ds.to_table(columns=["dup_group"]).column("dup_group"))
         values, rows = counts.field("values"), counts.field("counts")
         keep = pc.and_(pc.is_valid(values), pc.greater(rows, 1))
