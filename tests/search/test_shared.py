@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tessera.chunking.identity import text_checksum
 from tessera.search import collapse, retrieval
@@ -19,7 +21,7 @@ from tessera.search.dataset import dataset, pin
 from tessera.search.options import SearchOptions
 from tessera.search.principal import Principal, access_filter
 from tessera.search.retrieval import ranked_rows
-from tessera.search.shared import copies_possible, shared_groups
+from tessera.search.shared import Shared, _keys, copies_possible, group_key, shared_groups
 
 from .test_fast_path import DIM, build
 
@@ -80,14 +82,40 @@ def _search(table: Any, text: str) -> list[dict[str, Any]]:
 
 def test_groups_with_two_rows_or_more_are_counted_per_version(table: Any, tmp_path: Path) -> None:
     old = pin(table)
-    assert dict(shared_groups(dataset(old))) == {text_checksum(TWICE): 2}
+    lone, twice = text_checksum(LONE), text_checksum(TWICE)
+    counted = shared_groups(dataset(old))
+    assert (counted.count(twice), counted.count(lone), len(counted.keys)) == (2, 1, 1)
     _add(
         table,
         tmp_path / "extra",
         [{"id": "d" * 64, "text": LONE, "groups": ["staff"], "doc_id": "lone-copy"}],
     )
-    assert dict(shared_groups(dataset(pin(table)))) == {text_checksum(TWICE): 2, text_checksum(LONE): 2}
-    assert dict(shared_groups(dataset(old))) == {text_checksum(TWICE): 2}  # that version is unchanged
+    now = shared_groups(dataset(pin(table)))
+    assert (now.count(twice), now.count(lone), len(now.keys)) == (2, 2, 2)
+    assert shared_groups(dataset(old)).count(lone) == 1  # that version is unchanged
+
+
+hex_checksums = st.text("0123456789abcdef", min_size=64, max_size=64)
+any_groups = st.one_of(hex_checksums, st.text(max_size=70))
+
+
+@given(values=st.lists(st.one_of(st.none(), any_groups), max_size=40), start=st.integers(0, 5))
+def test_vectorized_keys_are_the_keys_of_each_group(values: list[str | None], start: int) -> None:
+    """The batch path (checksums read straight from Arrow's buffers, any slice of an array)
+    gives every value the key ``group_key`` gives it alone; nulls have none."""
+    column = pa.array(values, pa.string()).slice(min(start, len(values)))
+    expected = [group_key(v) for v in column.to_pylist() if v is not None]
+    assert _keys(column).tolist() == expected
+
+
+def test_many_rows_of_one_group_and_a_colliding_key_only_ever_ask() -> None:
+    """Counting by key: groups that share a key count together, so a copy looks possible
+    (the query runs); a group seen once is never counted as shared."""
+    a, b = "0" * 16 + "a" * 48, "0" * 16 + "b" * 48  # same first 16 characters: one key
+    assert group_key(a) == group_key(b)
+    keys, rows = np.unique(_keys(pa.array([a, b, "x" * 64])), return_counts=True)
+    counted = Shared(keys[rows > 1], rows[rows > 1].astype(np.int64))
+    assert counted.count(a) == counted.count(b) == 2 and counted.count("x" * 64) == 1
 
 
 def test_a_copy_may_exist_unless_every_row_of_each_group_ranked(table: Any) -> None:
@@ -141,4 +169,4 @@ def test_a_table_without_the_group_column_counts_nothing(tmp_path: Path) -> None
     import lancedb
 
     t = lancedb.connect(str(tmp_path)).create_table("t", pa.table({"id": ["x", "y"]}))
-    assert dict(shared_groups(dataset(t))) == {}
+    assert len(shared_groups(dataset(t)).keys) == 0 and shared_groups(dataset(t)).count("x") == 1
