@@ -26,6 +26,7 @@ import numpy as np
 from tessera.search.dataset import column_names, dataset
 from tessera.search.fusion import candidate_depth, row_score
 from tessera.search.lexical import flat_bm25
+from tessera.search.masks import Allowed, mask_for, scan_args
 from tessera.search.options import row_columns
 from tessera.search.scope import CHECKED, scope_of
 from tessera.store.indexes import nearest
@@ -70,15 +71,20 @@ def table_rows(ds: Any) -> int:
     return _ROWS[key]
 
 
-def _nearest(ds: Any, vector: list[float], where: str, n: int, cols: list[str]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = ds.to_table(
-        columns=cols,
-        nearest=nearest(vector, n, table_rows(ds)),
-        filter=where,
-        prefilter=True,
-        with_row_id=True,
-        disable_scoring_autoprojection=True,  # the score columns are asked for by name
-    ).to_pylist()
+def _nearest(
+    ds: Any, vector: list[float], where: str | Allowed, n: int, cols: list[str]
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = (
+        ds.scanner(
+            columns=cols,
+            nearest=nearest(vector, n, table_rows(ds)),
+            with_row_id=True,
+            disable_scoring_autoprojection=True,  # the score columns are asked for by name
+            **scan_args(where),
+        )
+        .to_table()
+        .to_pylist()
+    )
     return rows
 
 
@@ -94,7 +100,7 @@ def dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str,
 
     def scored(depth: int, extra: list[str]) -> list[dict[str, Any]]:
         rows = checked(
-            where, lambda f, more: _nearest(ds, vector, f, depth, [*cols, *extra, *more, "_distance"])
+            where, lambda f, more: _nearest(ds, vector, f, depth, [*cols, *extra, *more, "_distance"]), ds=ds
         )
         for r in rows:
             distance = float(r.pop("_distance"))
@@ -124,19 +130,22 @@ def lexical(
     fts = {"query": query, "columns": [column]}
 
     def found(depth: int) -> list[dict[str, Any]]:
-        def run(flt: str, more: list[str]) -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = ds.to_table(
-                columns=["id", "dup_group", "_score", *more],
-                full_text_query=fts,
-                filter=flt,
-                prefilter=True,
-                with_row_id=True,
-                limit=depth,
-                disable_scoring_autoprojection=True,
-            ).to_pylist()
+        def run(flt: str | Allowed, more: list[str]) -> list[dict[str, Any]]:
+            rows: list[dict[str, Any]] = (
+                ds.scanner(
+                    columns=["id", "dup_group", "_score", *more],
+                    full_text_query=fts,
+                    with_row_id=True,
+                    limit=depth,
+                    disable_scoring_autoprojection=True,
+                    **scan_args(flt),
+                )
+                .to_table()
+                .to_pylist()
+            )
             return rows
 
-        return checked(where, run, n)
+        return checked(where, run, n, ds)
 
     try:
         rows = found(candidate_depth(n))  # deep at once: BM25 ties at the cut are the rule
@@ -149,11 +158,16 @@ def lexical(
 
 
 def checked(
-    where: str, run: Callable[[str, list[str]], list[dict[str, Any]]], top: int | None = None
+    where: str,
+    run: Callable[[str | Allowed, list[str]], list[dict[str, Any]]],
+    top: int | None = None,
+    ds: Any = None,
 ) -> list[dict[str, Any]]:
-    """``run(filter, extra columns)`` under the claims of an access filter, its rows checked
-    against the rest of it (``tessera.search.scope``); under the whole filter when a row fails
-    or ``where`` is not an access filter.
+    """``run(restriction, extra columns)`` under the claims of an access filter, its rows
+    checked against the rest of it (``tessera.search.scope``); under the whole filter (SQL)
+    when a row fails or ``where`` is not an access filter. With ``ds`` the claims restrict the
+    query as the row allowlist of that dataset version once it has one
+    (``tessera.search.masks.mask_for``), else as SQL.
 
     ``top``: only the best ``top`` rows (``rank_key``) are kept, and only they are checked: when
     they all pass they are the best ``top`` under the whole filter too (it admits a subset of
@@ -161,7 +175,8 @@ def checked(
     list holds more of them) costs no second query."""
     scope = scope_of(where)
     if scope is not None:
-        rows = run(scope.claims, CHECKED)
+        mask = None if ds is None else mask_for(ds, scope.claims)
+        rows = run(scope.claims if mask is None else mask, CHECKED)
         rows = rows if top is None else _cut(rows, top)
         if all(scope.admits(r) for r in rows):
             for r in rows:

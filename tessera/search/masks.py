@@ -1,0 +1,89 @@
+"""The rows a principal's claims admit, as a row allowlist, once per table version and claims.
+
+A candidate query under a SQL prefilter evaluates the filter itself (the LABEL_LIST lookups of
+``readers`` and ``groups``, then a row mask), and a hybrid search's two candidate queries did
+that twice a search. Here the claims' rows are read once per table version and claims string
+(a version never changes, so neither do the rows its claims admit), serialized as Lance's row
+allowlist (``row_addr_allowlist``, applied before KNN and BM25 ranking, so k results are not
+starved), and handed to both queries. On 100k chunks, side by side on a quiet machine: hybrid
+search p50 -2.0 ms (23.9 -> 21.8 and 24.6 -> 22.6 ms in two runs of 150 queries).
+
+Building a mask costs about as much as it saves once (a principal's first search with it: +2.6
+ms), so a principal's first search of a version runs under the SQL claims and only marks the
+key; its next search builds the mask (``mask_for``). One-off principals pay nothing.
+
+The mask narrows what the queries rank to the claims' rows exactly as the SQL prefilter did;
+every row they return is still checked against the rest of the access filter (tenant, dates,
+flags: ``tessera.search.scope``), and a row failing it sends the query to the whole filter in
+SQL. A new version (a publish, an ACL change, a restore) gets a mask of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from lance.dataset import serialize_row_addrs
+
+_KEEP = 256
+"""Masks remembered (all tenants, versions and principals of a process together)."""
+_MAX_BYTES = 64 << 20
+"""Serialized masks remembered in all; the least recently used go first."""
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The rows of one dataset version that ``claims`` admits, as a serialized allowlist of
+    row ids (what a scan's ``row_addr_allowlist`` takes)."""
+
+    claims: str
+    blob: bytes
+    rows: int
+
+
+_MASKS: OrderedDict[tuple[str, int, str], Allowed] = OrderedDict()
+_SEEN: OrderedDict[tuple[str, int, str], None] = OrderedDict()
+
+
+def mask_for(ds: Any, claims: str) -> Allowed | None:
+    """The claims' mask when this version and claims were searched before (built now if it
+    is not remembered); None on the first sighting, which only marks it."""
+    key = (str(ds.uri), int(ds.version), claims)
+    with _LOCK:
+        if key in _MASKS:
+            _MASKS.move_to_end(key)
+            return _MASKS[key]
+        if key not in _SEEN:
+            _SEEN[key] = None
+            while len(_SEEN) > 4 * _KEEP:
+                _SEEN.popitem(last=False)
+            return None
+    return claims_mask(ds, claims)
+
+
+def claims_mask(ds: Any, claims: str) -> Allowed:
+    """The rows of this dataset version that the SQL ``claims`` admits (remembered)."""
+    key = (str(ds.uri), int(ds.version), claims)
+    with _LOCK:
+        if key in _MASKS:
+            _MASKS.move_to_end(key)
+            return _MASKS[key]
+    ids = ds.to_table(columns=[], filter=claims, with_row_id=True).column("_rowid")
+    mask = Allowed(claims, serialize_row_addrs(ids.to_numpy().tolist()), len(ids))
+    with _LOCK:
+        _MASKS[key] = mask
+        while len(_MASKS) > _KEEP or (
+            len(_MASKS) > 1 and sum(len(m.blob) for m in _MASKS.values()) > _MAX_BYTES
+        ):
+            _MASKS.popitem(last=False)
+    return mask
+
+
+def scan_args(restriction: str | Allowed) -> dict[str, Any]:
+    """The scan arguments that restrict a candidate query: a SQL prefilter or an allowlist."""
+    if isinstance(restriction, Allowed):
+        return {"row_addr_allowlist": restriction.blob}
+    return {"filter": restriction, "prefilter": True}
