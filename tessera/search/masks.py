@@ -25,8 +25,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from lance.dataset import serialize_row_addrs
-
 _KEEP = 256
 """Masks remembered (all tenants, versions and principals of a process together)."""
 _MAX_BYTES = 64 << 20
@@ -71,6 +69,8 @@ def claims_mask(ds: Any, claims: str) -> Allowed:
         if key in _MASKS:
             _MASKS.move_to_end(key)
             return _MASKS[key]
+    from lance.dataset import serialize_row_addrs  # pylance loads with the first dataset
+
     ids = ds.to_table(columns=[], filter=claims, with_row_id=True).column("_rowid")
     mask = Allowed(claims, serialize_row_addrs(ids.to_numpy().tolist()), len(ids))
     with _LOCK:

@@ -4,6 +4,8 @@ rows it admits are exactly the claims' rows. Issue 17 (search at scale)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -116,3 +118,13 @@ def test_a_row_added_later_is_ranked_under_the_new_versions_mask(table: Any, tmp
     for _ in range(2):
         assert candidates.dense(table, vector.tolist(), where, 5)[0]["id"] == "e" * 64
     assert mask_for(dataset(pin(table)), scope_claims()) is not None
+
+
+def test_importing_search_and_the_run_does_not_load_pylance() -> None:
+    """pylance costs a process about 48 MB; a no-op run never opens a dataset through it, so
+    importing the search path (masks included) must not load it."""
+    modules = "tessera.search.query, tessera.search.candidates, tessera.pipeline.steps"
+    code = f"import sys, {modules}; print('lance' in sys.modules)"
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
