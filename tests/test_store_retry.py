@@ -61,6 +61,8 @@ def test_other_errors_are_not_retried(error: BaseException) -> None:
         "lance error: LanceError(IO): Not found: /x/_indices/6b72ba29-84bd-4789-a72e-167050349b0f/p.lance",
         "lance error: LanceError(IO): Not found: /tmp/test_ocr_timeout0/index/t.lance/data/a.lance",
         "lance error: LanceError(IO): Not found: /srv/reconnected/index/t.lance/_versions/3.manifest",
+        "External error: Not found: /tmp/test_timeouts0/t.lance/_indices/e1091524-5030/tokens.lance, "
+        "/home/runner/work/lance/lance/rust/lance-io/src/object_store.rs:1721:12",
     ],
 )
 def test_a_missing_file_is_damage_even_when_its_path_holds_a_throttle_word(text: str) -> None:

@@ -63,8 +63,15 @@ def publications_table_name(tenant: str) -> str:
     return f"publications__{validate_tenant_id(tenant)}"
 
 
-_IO_MARKERS = ("LanceError(IO)", "lance error: Not found", "no longer exists. Was it cleaned up")
-"""How LanceDB reports a missing, truncated or unreadable file (messages of lancedb 0.40)."""
+_IO_MARKERS = (
+    "LanceError(IO)",
+    "lance error: Not found",
+    "no longer exists. Was it cleaned up",
+    "External error: Not found: ",
+)
+"""How LanceDB reports a missing, truncated or unreadable file (messages of lancedb 0.40). The
+last is Lance's object store through Arrow (``ArrowInvalid``), as a BM25 query restricted by a
+row allowlist reports a deleted index file."""
 _TRANSIENT = re.compile(
     r"\bconnect|\btimed out\b|\btimeout\b|\bdns error\b|\b503\b|\bservice unavailable\b|\bslow ?down\b"
 )
