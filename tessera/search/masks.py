@@ -15,7 +15,10 @@ key; its next search builds the mask (``mask_for``). One-off principals pay noth
 The mask narrows what the queries rank to the claims' rows exactly as the SQL prefilter did;
 every row they return is still checked against the rest of the access filter (tenant, dates,
 flags: ``tessera.search.scope``), and a row failing it sends the query to the whole filter in
-SQL. A new version (a publish, an ACL change, a restore) gets a mask of its own.
+SQL. A new version (a publish, an ACL change, a restore) gets a mask of its own, and so does a
+table dropped and built again up to the same version number (the key holds the commit time:
+``tessera.search.dataset.version_key``); the claims are not checked again on the rows, so an
+old mask must never answer for another commit.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+from tessera.search.dataset import version_key
 
 _KEEP = 256
 """Masks remembered (all tenants, versions and principals of a process together)."""
@@ -42,14 +47,14 @@ class Allowed:
     rows: int
 
 
-_MASKS: OrderedDict[tuple[str, int, str], Allowed] = OrderedDict()
-_SEEN: OrderedDict[tuple[str, int, str], None] = OrderedDict()
+_MASKS: OrderedDict[tuple[str, int, str, str], Allowed] = OrderedDict()
+_SEEN: OrderedDict[tuple[str, int, str, str], None] = OrderedDict()
 
 
 def mask_for(ds: Any, claims: str) -> Allowed | None:
     """The claims' mask when this version and claims were searched before (built now if it
     is not remembered); None on the first sighting, which only marks it."""
-    key = (str(ds.uri), int(ds.version), claims)
+    key = (*version_key(ds), claims)
     with _LOCK:
         if key in _MASKS:
             _MASKS.move_to_end(key)
@@ -64,7 +69,7 @@ def mask_for(ds: Any, claims: str) -> Allowed | None:
 
 def claims_mask(ds: Any, claims: str) -> Allowed:
     """The rows of this dataset version that the SQL ``claims`` admits (remembered)."""
-    key = (str(ds.uri), int(ds.version), claims)
+    key = (*version_key(ds), claims)
     with _LOCK:
         if key in _MASKS:
             _MASKS.move_to_end(key)

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from tessera.search.dataset import column_names
+from tessera.search.dataset import column_names, version_key
 
 _KEEP = 64
 """Table versions remembered (all tenants of a process together)."""
@@ -56,7 +56,7 @@ class Shared:
         return int(self.rows[at]) if at < len(self.keys) and self.keys[at] == key else 1
 
 
-_SHARED: OrderedDict[tuple[str, int], Shared] = OrderedDict()
+_SHARED: OrderedDict[tuple[str, int, str], Shared] = OrderedDict()
 
 
 def group_key(group: str) -> int:
@@ -88,7 +88,7 @@ def _keys(column: pa.Array) -> Keys:
 
 def shared_groups(ds: Any) -> Shared:
     """The groups of this dataset version with two rows or more (remembered per version)."""
-    key = (str(ds.uri), int(ds.version))
+    key = version_key(ds)
     with _LOCK:
         if key in _SHARED:
             _SHARED.move_to_end(key)

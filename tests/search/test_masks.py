@@ -128,3 +128,24 @@ def test_importing_search_and_the_run_does_not_load_pylance() -> None:
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+def test_a_table_built_again_to_the_same_version_never_uses_the_old_mask(tmp_path: Path) -> None:
+    """A tenant purged and indexed again reaches the same version numbers: the mask of the old
+    table (alice read row 0) must not rank row 0 of the new one, which she may not read."""
+    vectors = np.random.default_rng(8).standard_normal((4, DIM))
+    mine = [
+        {"id": f"{i:064x}", "text": f"passage {i}", "groups": ["staff"] if i == 0 else ["legal"]}
+        for i in range(4)
+    ]
+    old = build(tmp_path, mine, vectors)
+    where = _where()
+    for _ in range(2):  # SQL, then the mask (row 0 admitted)
+        assert [r["id"] for r in candidates.dense(old, vectors[0].tolist(), where, 1)] == [f"{0:064x}"]
+    version = dataset(pin(old)).version
+    old._conn.drop_table("chunks")
+    theirs = [{**r, "groups": ["legal"]} for r in mine]
+    new = build(tmp_path, theirs, vectors)
+    assert dataset(pin(new)).version == version  # the same version number, another commit
+    for _ in range(2):
+        assert candidates.dense(new, vectors[0].tolist(), where, 1) == []
