@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tessera.embedding.base import Embedder
+from tessera.search.memo import Memo
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
 
 _OPEN_MAX = 32
 _LOCK = threading.Lock()
-_NAMES: dict[tuple[str, int, str], tuple[str, ...]] = {}
 _CACHES: weakref.WeakKeyDictionary[Any, tuple[OrderedDict[tuple[str, int], Any], Any]] = (
     weakref.WeakKeyDictionary()
 )
@@ -80,6 +80,9 @@ def dataset(table: Any) -> Any:
     return ds
 
 
+_NAMES: Memo[tuple[str, int, str], tuple[str, ...]] = Memo(_OPEN_MAX)
+
+
 def version_key(ds: Any) -> tuple[str, int, str]:
     """The identity of the commit a dataset reads: its uri, version number and commit time
     (from the loaded manifest, ~3 µs). A table dropped and built again up to the same version
@@ -92,15 +95,7 @@ def column_names(ds: Any) -> tuple[str, ...]:
     """The column names of this dataset version, remembered per version: ``ds.schema`` converts
     the whole schema from Lance on every read (~0.35 ms, three times a search before)."""
     key = version_key(ds)
-    with _LOCK:
-        names = _NAMES.get(key)
-    if names is None:
-        names = tuple(ds.schema.names)
-        with _LOCK:
-            _NAMES[key] = names
-            while len(_NAMES) > _OPEN_MAX:
-                _NAMES.pop(next(iter(_NAMES)))
-    return names
+    return _NAMES.get(key) or _NAMES.put(key, tuple(ds.schema.names))
 
 
 def _cache(conn: Any) -> tuple[OrderedDict[tuple[str, int], Any], Any]:

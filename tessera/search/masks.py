@@ -23,18 +23,16 @@ old mask must never answer for another commit.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from tessera.search.dataset import version_key
+from tessera.search.memo import Memo
 
 _KEEP = 256
 """Masks remembered (all tenants, versions and principals of a process together)."""
 _MAX_BYTES = 64 << 20
 """Serialized masks remembered in all; the least recently used go first."""
-_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -47,44 +45,31 @@ class Allowed:
     rows: int
 
 
-_MASKS: OrderedDict[tuple[str, int, str, str], Allowed] = OrderedDict()
-_SEEN: OrderedDict[tuple[str, int, str, str], None] = OrderedDict()
+Key = tuple[str, int, str, str]
+_MASKS: Memo[Key, Allowed] = Memo(_KEEP, _MAX_BYTES, lambda m: len(m.blob))
+_SEEN: Memo[Key, bool] = Memo(4 * _KEEP)
 
 
 def mask_for(ds: Any, claims: str) -> Allowed | None:
     """The claims' mask when this version and claims were searched before (built now if it
     is not remembered); None on the first sighting, which only marks it."""
     key = (*version_key(ds), claims)
-    with _LOCK:
-        if key in _MASKS:
-            _MASKS.move_to_end(key)
-            return _MASKS[key]
-        if key not in _SEEN:
-            _SEEN[key] = None
-            while len(_SEEN) > 4 * _KEEP:
-                _SEEN.popitem(last=False)
-            return None
+    if _MASKS.get(key) is None and _SEEN.get(key) is None:
+        _SEEN.put(key, True)
+        return None
     return claims_mask(ds, claims)
 
 
 def claims_mask(ds: Any, claims: str) -> Allowed:
     """The rows of this dataset version that the SQL ``claims`` admits (remembered)."""
     key = (*version_key(ds), claims)
-    with _LOCK:
-        if key in _MASKS:
-            _MASKS.move_to_end(key)
-            return _MASKS[key]
+    known = _MASKS.get(key)
+    if known is not None:
+        return known
     from lance.dataset import serialize_row_addrs  # pylance loads with the first dataset
 
     ids = ds.to_table(columns=[], filter=claims, with_row_id=True).column("_rowid")
-    mask = Allowed(claims, serialize_row_addrs(ids.to_numpy().tolist()), len(ids))
-    with _LOCK:
-        _MASKS[key] = mask
-        while len(_MASKS) > _KEEP or (
-            len(_MASKS) > 1 and sum(len(m.blob) for m in _MASKS.values()) > _MAX_BYTES
-        ):
-            _MASKS.popitem(last=False)
-    return mask
+    return _MASKS.put(key, Allowed(claims, serialize_row_addrs(ids.to_numpy().tolist()), len(ids)))
 
 
 def scan_args(restriction: str | Allowed) -> dict[str, Any]:

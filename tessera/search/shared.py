@@ -18,8 +18,7 @@ a copy look possible and run the query, never skip it.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tessera.search.dataset import column_names, version_key
+from tessera.search.memo import Memo
 
 _KEEP = 64
 """Table versions remembered (all tenants of a process together)."""
@@ -38,7 +38,6 @@ _BATCH = 65_536
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _CHECKSUM_BYTES = 64
 _MASK = 0xFFFF_FFFF_FFFF_FFFF
-_LOCK = threading.Lock()
 Keys = npt.NDArray[np.uint64]
 
 
@@ -56,7 +55,7 @@ class Shared:
         return int(self.rows[at]) if at < len(self.keys) and self.keys[at] == key else 1
 
 
-_SHARED: OrderedDict[tuple[str, int, str], Shared] = OrderedDict()
+_SHARED: Memo[tuple[str, int, str], Shared] = Memo(_KEEP, _MAX_KEYS, lambda s: len(s.keys))
 
 
 def group_key(group: str) -> int:
@@ -89,10 +88,9 @@ def _keys(column: pa.Array) -> Keys:
 def shared_groups(ds: Any) -> Shared:
     """The groups of this dataset version with two rows or more (remembered per version)."""
     key = version_key(ds)
-    with _LOCK:
-        if key in _SHARED:
-            _SHARED.move_to_end(key)
-            return _SHARED[key]
+    known = _SHARED.get(key)
+    if known is not None:
+        return known
     parts: list[Keys] = []
     if "dup_group" in column_names(ds):
         batches = ds.to_batches(
@@ -101,14 +99,7 @@ def shared_groups(ds: Any) -> Shared:
         parts = [_keys(b.column(0)) for b in batches]
     keys, rows = np.unique(np.concatenate(parts) if parts else np.zeros(0, np.uint64), return_counts=True)
     many = rows > 1
-    shared = Shared(keys[many], rows[many].astype(np.int64))
-    with _LOCK:
-        _SHARED[key] = shared
-        while len(_SHARED) > _KEEP or (
-            len(_SHARED) > 1 and sum(len(s.keys) for s in _SHARED.values()) > _MAX_KEYS
-        ):
-            _SHARED.popitem(last=False)
-    return shared
+    return _SHARED.put(key, Shared(keys[many], rows[many].astype(np.int64)))
 
 
 def copies_possible(ds: Any, ranked: Iterable[dict[str, Any]], groups: Iterable[str]) -> bool:
