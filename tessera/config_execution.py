@@ -19,18 +19,22 @@ class ExecutionConfig:
     """``workers``: processes (or Ray tasks in flight); 0 means one per CPU core.
     ``min_documents``: below this many documents a step runs inline (a worker start costs
     more than it saves). ``batch_documents``: documents per task. ``ray_address``: an existing
-    cluster (``ray://host:10001`` or ``auto``); empty starts a local one."""
+    cluster (``ray://host:10001`` or ``auto``); empty starts a local one. ``malloc_arenas``:
+    the most C heaps (glibc malloc arenas) a run's process keeps; 0 leaves the C library's
+    default (see :func:`tessera.store.memory.limit_malloc_arenas`)."""
 
     executor: str = "process"
     workers: int = 0
     min_documents: int = 200
     batch_documents: int = 16
     ray_address: str = ""
+    malloc_arenas: int = 2
 
 
 def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> ExecutionConfig:
     m = mapping(data, key)
-    check_keys(m, key, {"executor", "workers", "min_documents", "batch_documents", "ray_address"})
+    keys = {"executor", "workers", "min_documents", "batch_documents", "ray_address", "malloc_arenas"}
+    check_keys(m, key, keys)
     d = ExecutionConfig()
     return ExecutionConfig(
         executor=choice(m, "executor", key, d.executor, EXECUTORS),
@@ -38,4 +42,5 @@ def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> E
         min_documents=integer(m, "min_documents", key, d.min_documents, 0, 10**9),
         batch_documents=integer(m, "batch_documents", key, d.batch_documents, 1, 100_000),
         ray_address=string(m, "ray_address", key, d.ray_address),
+        malloc_arenas=integer(m, "malloc_arenas", key, d.malloc_arenas, 0, 1024),
     )

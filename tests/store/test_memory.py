@@ -3,13 +3,17 @@ each started from the previous step's high-water mark)."""
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from tessera.errors import ConfigError
 from tessera.store.memory import release_memory
+from tests.conftest import Workspace
 
 PROGRAM = textwrap.dedent(
     """
@@ -45,3 +49,86 @@ def test_release_is_safe_to_call_any_time() -> None:
     release_memory()
     release_memory()
     assert all(len(b) == 1000 for b in live)  # live memory is untouched
+
+
+ARENAS = textwrap.dedent(
+    """
+    import ctypes, os, sys, tempfile, threading
+    from tessera.store.memory import limit_malloc_arenas
+
+    limited = limit_malloc_arenas(int(sys.argv[1]))
+    threads = 8
+    gate = threading.Barrier(threads + 1)
+    held = []
+
+    def work():
+        held.append(bytearray(100_000))  # C heap (under glibc's mmap threshold), in this thread
+        gate.wait()  # every thread alive, so no arena is handed on by one that exited
+        gate.wait()
+
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    gate.wait()
+    libc = ctypes.CDLL("libc.so.6")
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    path = os.path.join(tempfile.mkdtemp(), "heaps.xml")
+    fp = libc.fopen(path.encode(), b"w")
+    libc.malloc_info(0, fp)
+    libc.fclose(fp)
+    gate.wait()
+    for t in pool:
+        t.join()
+    print(limited, open(path).read().count("<heap nr="), len(held))
+    """
+)
+
+
+def _arenas(limit: int, env: dict[str, str] | None = None) -> tuple[bool, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", ARENAS, str(limit)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | (env or {}),
+    )
+    limited, heaps, held = out.stdout.split()
+    assert held == "8"
+    return limited == "True", int(heaps)
+
+
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's arenas")
+def test_threads_share_at_most_the_configured_arenas() -> None:
+    # unlimited, 8 threads allocating at once get heaps of their own (glibc allows 8 per core)
+    limited, heaps = _arenas(0)
+    assert not limited and heaps >= 8
+    assert _arenas(2) == (True, 2)
+    assert _arenas(1) == (True, 1)
+    # the operator's MALLOC_ARENA_MAX wins: glibc applied it, the call leaves it alone
+    assert _arenas(2, {"MALLOC_ARENA_MAX": "3"}) == (False, 3)
+
+
+def test_a_run_caps_arenas_from_its_configuration(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tessera.pipeline.context as context
+
+    calls: list[int] = []
+    monkeypatch.setattr(context, "limit_malloc_arenas", calls.append)
+    ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
+    ws.context("acme")
+    ws.execution = {"executor": "inline", "malloc_arenas": 0}
+    ws.context("acme")
+    assert calls == [2, 0]
+
+
+@pytest.mark.parametrize("bad", [-1, 1025, "2", True, 1.5])
+def test_a_bad_arena_count_names_its_key(ws: Workspace, bad: object) -> None:
+    ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
+    ws.execution = {"executor": "inline", "malloc_arenas": bad}
+    with pytest.raises(ConfigError, match=r"execution\.malloc_arenas"):
+        ws.config()
