@@ -6,12 +6,13 @@ them; the tenant still publishes in one commit, from the step's process."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from tessera.config_values import check_keys, choice, integer, mapping, string
 
 EXECUTORS = ("inline", "process", "ray")
+ARROW_POOLS = ("system", "default")
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,9 @@ class ExecutionConfig:
     more than it saves). ``batch_documents``: documents per task. ``ray_address``: an existing
     cluster (``ray://host:10001`` or ``auto``); empty starts a local one. ``malloc_arenas``:
     the most C heaps (glibc malloc arenas) a run's process keeps; 0 leaves the C library's
-    default (see :func:`tessera.store.memory.limit_malloc_arenas`)."""
+    default (see :func:`tessera.store.memory.limit_malloc_arenas`). ``arrow_pool``: where a
+    run's process allocates Arrow memory, "system" (the C heap) or "default" (pyarrow's own
+    choice; see :func:`tessera.store.memory.use_arrow_pool`)."""
 
     executor: str = "process"
     workers: int = 0
@@ -29,12 +32,12 @@ class ExecutionConfig:
     batch_documents: int = 16
     ray_address: str = ""
     malloc_arenas: int = 2
+    arrow_pool: str = "system"
 
 
 def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> ExecutionConfig:
     m = mapping(data, key)
-    keys = {"executor", "workers", "min_documents", "batch_documents", "ray_address", "malloc_arenas"}
-    check_keys(m, key, keys)
+    check_keys(m, key, {f.name for f in fields(ExecutionConfig)})
     d = ExecutionConfig()
     return ExecutionConfig(
         executor=choice(m, "executor", key, d.executor, EXECUTORS),
@@ -43,4 +46,5 @@ def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> E
         batch_documents=integer(m, "batch_documents", key, d.batch_documents, 1, 100_000),
         ray_address=string(m, "ray_address", key, d.ray_address),
         malloc_arenas=integer(m, "malloc_arenas", key, d.malloc_arenas, 0, 1024),
+        arrow_pool=choice(m, "arrow_pool", key, d.arrow_pool, ARROW_POOLS),
     )

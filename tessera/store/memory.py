@@ -28,6 +28,19 @@ builds on a 400,000-row table, in a fresh process (152 MB at the start), measure
 
 (build times within their run-to-run spread). A run's process therefore keeps 2 arenas
 (``execution.malloc_arenas``).
+
+:func:`use_arrow_pool` moves pyarrow's allocations to the C heap. Its default pool, mimalloc,
+keeps what Arrow's reader threads freed in those threads' heaps, which ``release_unused`` (run
+on the calling thread) does not reach. Publishing 400,000 staged rows (no index builds) in a
+fresh process at 183-191 MB, 2 arenas either way:
+
+    Arrow's pool   staged-row check: peak, after release   append: peak, after release
+    mimalloc       358-382, 300-342 MB                     642-668, 449-535 MB
+    jemalloc       288, 290 MB                             527, 462 MB
+    system         319, 256-262 MB                         479, 347-390 MB
+
+with the check and the append no slower (2.9 s and 6.4 s against 3.4 s and 9.9 s). A run's
+process therefore allocates Arrow memory from the C heap (``execution.arrow_pool``).
 """
 
 from __future__ import annotations
@@ -38,6 +51,8 @@ import logging
 import os
 import sys
 from typing import Any
+
+from tessera.config_execution import ARROW_POOLS
 
 
 def _libc() -> Any | None:
@@ -53,6 +68,23 @@ def _libc() -> Any | None:
 _LIBC = _libc()
 M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
 log = logging.getLogger(__name__)
+
+
+def use_arrow_pool(name: str) -> bool:
+    """Make ``name`` pyarrow's pool for the rest of the process; whether it changed. "system"
+    is the C heap (``malloc_trim`` hands its freed memory back), "default" keeps pyarrow's
+    choice, and so does an ``ARROW_DEFAULT_MEMORY_POOL`` set in the environment (the
+    operator's choice wins). Buffers already allocated go back to the pool that made them."""
+    if name not in ARROW_POOLS:
+        raise ValueError(f"unknown Arrow memory pool {name!r}, expected one of {ARROW_POOLS}")
+    if name == "default" or "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
+        return False
+    import pyarrow as pa
+
+    if pa.default_memory_pool().backend_name == name:
+        return False
+    pa.set_memory_pool(pa.system_memory_pool())
+    return True
 
 
 def limit_malloc_arenas(arenas: int) -> bool:

@@ -117,13 +117,14 @@ def test_threads_share_at_most_the_configured_arenas() -> None:
 def test_a_run_caps_arenas_from_its_configuration(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     import tessera.pipeline.context as context
 
-    calls: list[int] = []
+    calls: list[object] = []
     monkeypatch.setattr(context, "limit_malloc_arenas", calls.append)
+    monkeypatch.setattr(context, "use_arrow_pool", calls.append)
     ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
     ws.context("acme")
-    ws.execution = {"executor": "inline", "malloc_arenas": 0}
+    ws.execution = {"executor": "inline", "malloc_arenas": 0, "arrow_pool": "default"}
     ws.context("acme")
-    assert calls == [2, 0]
+    assert calls == [2, "system", 0, "default"]
 
 
 @pytest.mark.parametrize("bad", [-1, 1025, "2", True, 1.5])
@@ -131,4 +132,44 @@ def test_a_bad_arena_count_names_its_key(ws: Workspace, bad: object) -> None:
     ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
     ws.execution = {"executor": "inline", "malloc_arenas": bad}
     with pytest.raises(ConfigError, match=r"execution\.malloc_arenas"):
+        ws.config()
+
+
+POOL = textwrap.dedent(
+    """
+    import sys
+    import pyarrow as pa
+    from tessera.store.memory import use_arrow_pool
+
+    first = use_arrow_pool(sys.argv[1])
+    again = use_arrow_pool(sys.argv[1])
+    before = pa.array(range(1000))  # allocated from the pool now in use
+    print(first, again, pa.default_memory_pool().backend_name, sum(before.to_pylist()))
+    """
+)
+
+
+def _pool(name: str, env: dict[str, str] | None = None) -> list[str]:
+    clean = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    command = [sys.executable, "-c", POOL, name]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=clean | (env or {}))
+    return out.stdout.split()
+
+
+def test_a_run_allocates_arrow_memory_from_the_c_heap() -> None:
+    assert _pool("system") == ["True", "False", "system", "499500"]
+    default = _pool("default")
+    assert default[:2] == ["False", "False"] and default[2] != "system"  # pyarrow's own choice
+    # the operator's ARROW_DEFAULT_MEMORY_POOL wins over the configuration
+    assert _pool("system", {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"})[:3] == ["False", "False", "jemalloc"]
+
+
+def test_an_unknown_pool_is_refused(ws: Workspace) -> None:
+    from tessera.store.memory import use_arrow_pool
+
+    with pytest.raises(ValueError, match="unknown Arrow memory pool"):
+        use_arrow_pool("mimalloc-ish")
+    ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
+    ws.execution = {"executor": "inline", "arrow_pool": "tcmalloc"}
+    with pytest.raises(ConfigError, match=r"execution\.arrow_pool"):
         ws.config()
