@@ -95,7 +95,8 @@ def column_names(ds: Any) -> tuple[str, ...]:
     """The column names of this dataset version, remembered per version: ``ds.schema`` converts
     the whole schema from Lance on every read (~0.35 ms, three times a search before)."""
     key = version_key(ds)
-    return _NAMES.get(key) or _NAMES.put(key, tuple(ds.schema.names))
+    names = _NAMES.get(key)
+    return names if names is not None else _NAMES.put(key, tuple(ds.schema.names))
 
 
 def _cache(conn: Any) -> tuple[OrderedDict[tuple[str, int], Any], Any]:

@@ -54,18 +54,20 @@ def mask_for(ds: Any, claims: str) -> Allowed | None:
     """The claims' mask when this version and claims were searched before (built now if it
     is not remembered); None on the first sighting, which only marks it."""
     key = (*version_key(ds), claims)
-    if _MASKS.get(key) is None and _SEEN.get(key) is None:
+    known = _MASKS.get(key)
+    if known is None and _SEEN.get(key) is None:
         _SEEN.put(key, True)
         return None
-    return claims_mask(ds, claims)
+    return known or _build(ds, key, claims)
 
 
 def claims_mask(ds: Any, claims: str) -> Allowed:
     """The rows of this dataset version that the SQL ``claims`` admits (remembered)."""
     key = (*version_key(ds), claims)
-    known = _MASKS.get(key)
-    if known is not None:
-        return known
+    return _MASKS.get(key) or _build(ds, key, claims)
+
+
+def _build(ds: Any, key: Key, claims: str) -> Allowed:
     from lance.dataset import serialize_row_addrs  # pylance loads with the first dataset
 
     ids = ds.to_table(columns=[], filter=claims, with_row_id=True).column("_rowid")
