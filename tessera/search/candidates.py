@@ -23,8 +23,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from tessera.search import flat
 from tessera.search.dataset import column_names, dataset
-from tessera.search.fusion import candidate_depth, row_score
+from tessera.search.fusion import TIE, candidate_depth, row_score
 from tessera.search.lexical import flat_bm25
 from tessera.search.masks import Allowed, mask_for, scan_args
 from tessera.search.options import row_columns
@@ -33,8 +34,8 @@ from tessera.store.indexes import nearest
 
 T = TypeVar("T")
 U = TypeVar("U")
-TIE = 1e-5
-"""Dense scores closer than this at the cut count as a tie (float32 rounding of equal vectors)."""
+MAX_TIES = 1000
+"""The deepest a dense list is fetched for rows tied at its cut (``MAX_CANDIDATES``)."""
 _SENTENCES: dict[tuple[str, int], bool] = {}
 """(table uri, version) -> whether any row has sentence vectors (a version never changes)."""
 _ROWS: dict[tuple[str, int], int] = {}
@@ -42,10 +43,21 @@ _ROWS: dict[tuple[str, int], int] = {}
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 
 
-def rank_key(row: dict[str, Any]) -> tuple[float, str]:
-    """Best score first; exact ties by chunk id, a sha256, so no copy of a repeated passage
-    (the first one in a document, say) is favoured over another."""
-    return -float(row["_score"]), str(row["id"])
+def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Best score first; ties by chunk id, a sha256, so no copy of a repeated passage (the first
+    one in a document, say) is favoured over another. Scores less than ``TIE`` below the best
+    of their run are a tie: the same cosine computed by Lance and by numpy (``tessera.search.flat``),
+    or in another order, differs in its last bits, and must not decide the order."""
+    by_score = sorted(rows, key=lambda r: -float(r["_score"]))
+    out: list[dict[str, Any]] = []
+    start = 0
+    while start < len(by_score):
+        best, end = float(by_score[start]["_score"]), start + 1
+        while end < len(by_score) and best - float(by_score[end]["_score"]) < TIE:
+            end += 1
+        out.extend(sorted(by_score[start:end], key=lambda r: str(r["id"])))
+        start = end
+    return out
 
 
 def has_sentence_vectors(ds: Any) -> bool:
@@ -74,6 +86,9 @@ def table_rows(ds: Any) -> int:
 def _nearest(
     ds: Any, vector: list[float], where: str | Allowed, n: int, cols: list[str]
 ) -> list[dict[str, Any]]:
+    held = _flat_rows(ds, where, cols)
+    if held is not None:  # a small mask's rows, ranked exactly in memory
+        return held.nearest(vector, n, cols)
     rows: list[dict[str, Any]] = (
         ds.scanner(
             columns=cols,
@@ -113,8 +128,10 @@ def dense(table: Any, vector: list[float], where: str, n: int) -> list[dict[str,
     if rescored:
         return _cut(scored(candidate_depth(n), ["sentence_vectors"]), n)
     rows = scored(n + 1, [])
-    if len(rows) > n and min(r["_score"] for r in rows) >= _cut(rows, n)[-1]["_score"] - TIE:
+    if _tied(rows, n):
         rows = scored(candidate_depth(n), [])  # a tie at the cut: decided by id, deeper
+        if len(rows) == candidate_depth(n) and _tied(rows, n):
+            rows = scored(MAX_TIES, [])  # ties run past the deep list: every one of them
     return _cut(rows, n)
 
 
@@ -131,18 +148,19 @@ def lexical(
 
     def found(depth: int) -> list[dict[str, Any]]:
         def run(flt: str | Allowed, more: list[str]) -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = (
-                ds.scanner(
-                    columns=["id", "dup_group", "_score", *more],
-                    full_text_query=fts,
-                    with_row_id=True,
-                    limit=depth,
-                    disable_scoring_autoprojection=True,
-                    **scan_args(flt),
-                )
-                .to_table()
-                .to_pylist()
-            )
+            cols = ["id", "dup_group", "_score", *more]
+            known = _flat_rows(ds, flt, cols)
+            hits = ds.scanner(
+                columns=["_score"] if known else cols,
+                full_text_query=fts,
+                with_row_id=True,
+                limit=depth,
+                disable_scoring_autoprojection=True,
+                **scan_args(flt),
+            ).to_table()
+            if known:  # the rows' columns from memory: reading them cost more than the ranking
+                return known.lookup(hits.column("_rowid").to_numpy(), cols, {"_score": hits.column("_score")})
+            rows: list[dict[str, Any]] = hits.to_pylist()
             return rows
 
         return checked(where, run, n, ds)
@@ -157,6 +175,12 @@ def lexical(
     return _cut(rows, n)
 
 
+def _flat_rows(ds: Any, restriction: str | Allowed, cols: list[str]) -> flat.FlatSet | None:
+    """The mask's rows in memory when they are held (or due) and hold ``cols``."""
+    held = flat.flat_set(ds, restriction) if isinstance(restriction, Allowed) else None
+    return held if held is not None and held.serves(cols) else None
+
+
 def checked(
     where: str,
     run: Callable[[str | Allowed, list[str]], list[dict[str, Any]]],
@@ -169,7 +193,7 @@ def checked(
     query as the row allowlist of that dataset version once it has one
     (``tessera.search.masks.mask_for``), else as SQL.
 
-    ``top``: only the best ``top`` rows (``rank_key``) are kept, and only they are checked: when
+    ``top``: only the best ``top`` rows (``ordered``) are kept, and only they are checked: when
     they all pass they are the best ``top`` under the whole filter too (it admits a subset of
     the claims' rows, ranked in the same order), so a row failing further down (a deep BM25
     list holds more of them) costs no second query."""
@@ -188,7 +212,12 @@ def checked(
 
 
 def _cut(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    return sorted(rows, key=rank_key)[:n]
+    return ordered(rows)[:n]
+
+
+def _tied(rows: list[dict[str, Any]], n: int) -> bool:
+    """Whether the last of ``rows`` ties with the ``n``-th best: rows beyond them may tie too."""
+    return len(rows) > n and min(r["_score"] for r in rows) >= _cut(rows, n)[-1]["_score"] - TIE
 
 
 def both(first: Callable[[], T], second: Callable[[], U]) -> tuple[T, U]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tessera.search import flat
 from tessera.search.dataset import dataset
 from tessera.search.rows import full_rows
 from tessera.search.scope import CHECKED, scope_of
@@ -70,10 +71,15 @@ def copy_ids(table: Any, where: str, groups: set[str]) -> Copies:
     ds = dataset(table)
     scope = scope_of(where)
     if scope is not None:
-        found = ds.to_table(
-            columns=["id", "dup_group", *CHECKED], filter=f"{scope.claims} AND dup_group IN ({listed})",
-            with_row_id=True, limit=MAX_CANDIDATES,
-        ).to_pylist()  # fmt: skip
+        held = flat.remembered(ds, scope.claims)
+        found = (
+            held.where_in("dup_group", groups, ["id", "dup_group", *CHECKED])[:MAX_CANDIDATES]
+            if held is not None
+            else ds.to_table(
+                columns=["id", "dup_group", *CHECKED], filter=f"{scope.claims} AND dup_group IN ({listed})",
+                with_row_id=True, limit=MAX_CANDIDATES,
+            ).to_pylist()
+        )  # fmt: skip
         if len(found) < MAX_CANDIDATES:
             kept = (_ids(r) for r in found if scope.admits(r))
             return Copies(frozenset(groups), tuple(kept))

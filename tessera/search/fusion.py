@@ -24,6 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+TIE = 1e-5
+"""Scores closer than this are a tie, decided by chunk id (float32 rounding of equal cosines:
+Lance and numpy compute them in other orders)."""
 SENTENCE_WEIGHT = 0.5
 Matrix = npt.NDArray[np.float32]
 

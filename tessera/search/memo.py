@@ -41,3 +41,9 @@ class Memo(Generic[K, V]):
                 _, gone = self._entries.popitem(last=False)
                 self._total -= self._size(gone)
         return value
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+            self._total = 0

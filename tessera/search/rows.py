@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tessera.search import flat
 from tessera.search.dataset import column_names, dataset
 from tessera.search.options import row_columns
+from tessera.search.scope import scope_of
 from tessera.store.db import sql_str
 
 _SCRATCH = ("_rowid",)
@@ -41,10 +43,25 @@ def _read(table: Any, where: str, need: list[dict[str, Any]]) -> dict[str, dict[
     columns = row_columns(column_names(ds))
     if all(isinstance(r.get("_rowid"), int) for r in need):
         rowids = [r["_rowid"] for r in need]
-        taken = ds._take_rows(rowids, columns=columns).to_pylist()  # by row id, not offset
+        taken = _held(ds, where, rowids, columns)
+        if taken is None:
+            taken = ds._take_rows(rowids, columns=columns).to_pylist()  # by row id, not offset
         by_id = {r["id"]: r for r in taken}
         if len(taken) == len(need) and set(by_id) == ids:
             return by_id
     listed = ", ".join(sql_str(i) for i in sorted(ids))
     found = ds.to_table(columns=columns, filter=f"({where}) AND id IN ({listed})", limit=len(ids))
     return {r["id"]: r for r in found.to_pylist() if r["id"] in ids}
+
+
+def _held(ds: Any, where: str, rowids: list[int], columns: list[str]) -> list[dict[str, Any]] | None:
+    """The rows from the claims' rows held in memory (``tessera.search.flat``), when they are
+    held and hold every row id; the rows are checked against their ids all the same."""
+    scope = scope_of(where)
+    held = None if scope is None else flat.remembered(ds, scope.claims)
+    if held is None or not held.serves(columns):
+        return None
+    try:
+        return held.lookup(rowids, columns)
+    except KeyError:
+        return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -46,9 +47,20 @@ def connect(uri: str, fresh: bool = False) -> Any:
     return _connect.__wrapped__(uri, options) if fresh else _connect(uri, options)
 
 
+_ON_RESET: list[Callable[[], None]] = []
+
+
+def on_reset(forget: Callable[[], None]) -> None:
+    """Call ``forget`` whenever the shared connections are forgotten: a cache above the store
+    (search's rows held in memory) goes with them."""
+    _ON_RESET.append(forget)
+
+
 def reset_connections() -> None:
     """Forget the shared connections and their caches, as a new process would."""
     _connect.cache_clear()
+    for forget in _ON_RESET:
+        forget()
 
 
 def chunks_table_name(tenant: str, model_key: str) -> str:
