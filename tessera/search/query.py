@@ -29,6 +29,7 @@ from tessera.search.options import (
     check_query,
 )
 from tessera.search.principal import Principal, access_filter
+from tessera.search.resolve import tenant_table
 from tessera.search.retrieval import (
     LEXICAL_WEIGHT,
     PRODUCT_FUSION,
@@ -87,12 +88,11 @@ def search(
     where = access_filter(principal, opts.as_of or datetime.now(UTC), opts.include_flagged)
     if where is None or principal is None:
         return []
-    active = ActivePointer(connect(index_uri), principal.tenant).get()
+    active, table = tenant_table(index_uri, principal.tenant, ident.key, ident.dimension)
     if active is not None and active.model_key != ident.key:
         raise ModelIdentityError(
             f"tenant {principal.tenant!r} is served by model {active.model_key}; this query uses {ident.key}"
         )
-    table = open_table(index_uri, embedder, principal.tenant)
     if table is None:
         return []
     with read_guard(connect(index_uri), principal.tenant, ident.key):  # damaged files: StoreDamaged
