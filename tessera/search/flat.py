@@ -62,19 +62,19 @@ SCORES = ("_distance", "_score", "_rowid")
 
 @dataclass(frozen=True)
 class FlatSet:
-    """The rows of one mask: ``unit``, their unit vectors (zero vectors stay zero); ``present``,
-    whether a row has a vector at all; ``rows``,
+    """The rows of one mask: ``unit``, their unit vectors (zero vectors stay zero); ``missing``,
+    the positions of rows without a vector; ``rows``,
     their other columns and ``_rowid`` in the same order; ``by_rowid``, the positions of
     ``rows`` in row-id order."""
 
     unit: npt.NDArray[np.float32]
-    present: npt.NDArray[np.bool_]
+    missing: npt.NDArray[np.intp]
     rows: pa.Table
     by_rowid: npt.NDArray[np.intp]
 
     @property
     def nbytes(self) -> int:
-        return sum(int(a.nbytes) for a in (self.unit, self.present, self.rows, self.by_rowid))
+        return sum(int(a.nbytes) for a in (self.unit, self.missing, self.rows, self.by_rowid))
 
     def serves(self, columns: Collection[str]) -> bool:
         """Whether the set holds ``columns`` (the score columns are computed)."""
@@ -87,8 +87,9 @@ class FlatSet:
         the cosine, as Lance's cosine metric reports it)."""
         query = np.asarray(vector, np.float32)
         norm = float(np.linalg.norm(query))
-        scores = np.where(self.present, self.unit @ (query / norm if norm > 0 else query), -np.inf)
-        n = min(n, int(self.present.sum()))
+        scores = self.unit @ (query / norm if norm > 0 else query)
+        scores[self.missing] = -np.inf
+        n = min(n, len(scores) - len(self.missing))
         if n <= 0:
             return []
         nth = scores[np.argpartition(-scores, n - 1)[n - 1]]
@@ -200,4 +201,4 @@ def _read(ds: Any, allowed: Allowed) -> FlatSet:
     rows = table.drop_columns(["vector"])
     by_rowid = np.argsort(rows.column("_rowid").to_numpy(), kind="stable")
     log.debug("flat set: %d rows of %s (%s)", len(unit), ds.uri, allowed.claims)
-    return FlatSet(unit, present, rows, by_rowid)
+    return FlatSet(unit, np.flatnonzero(~present), rows, by_rowid)
