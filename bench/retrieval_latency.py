@@ -7,7 +7,7 @@ column is null, as a publish writes it. ``BENCH_SENTENCE_VECTORS=1`` measures th
 Hybrid search (BM25 + vector, RRF) with the ACL/date prefilter, measured on the path
 ``tessera search`` takes (``tessera.search.query.search``: table checks, ranking, duplicate
 folding with the copies query, hits), as a ratio to unfiltered vector search in the same run.
-One principal searches ``QUERIES`` times, as a user of a search service does: from its third
+One principal searches ``QUERIES`` times, as a user of a search service does: from its fourth
 search its claims' rows are held in memory (``tessera.search.flat``; the read's cost and size
 are reported); ``hybrid_acl_prefilter_first_search`` is the latency of principals searching
 once each (the indexes answer, nothing of theirs held). Then the same search after dropping every index (flat vector scan, BM25 without its index) to
