@@ -28,7 +28,7 @@ from tessera.store.index import TenantIndex
 
 _OPEN_MAX = 32
 _LOCK = threading.Lock()
-_CACHES: weakref.WeakKeyDictionary[Any, tuple[OrderedDict[tuple[str, int], Any], Any]] = (
+_CACHES: weakref.WeakKeyDictionary[Any, tuple[OrderedDict[tuple[str, int, int], Any], Any]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -60,21 +60,26 @@ def pin(table: Any) -> Pinned:
 
 def dataset(table: Any) -> Any:
     """The ``lance.LanceDataset`` of ``table`` at the version the handle reads (the pinned one
-    for a ``Pinned`` handle)."""
+    for a ``Pinned`` handle).
+
+    Remembered per handle and version, not per table name and version: a table dropped and built
+    again to the same version number (a purge, then a run) is another commit, which a handle
+    opened since reads, and must never be answered by the old dataset (whose files are gone, and
+    whose rows ``tessera.search.flat`` may hold)."""
     if isinstance(table, Pinned):
         return table.ds
-    key = (str(table.uri), int(table.version))
+    key = (str(table.uri), int(table.version), id(table))
     opened, session = _cache(table._conn)
     with _LOCK:
-        ds = opened.get(key)
-        if ds is not None:
+        known = opened.get(key)
+        if known is not None and known[0]() is table:
             opened.move_to_end(key)
-            return ds
+            return known[1]
     ds = table.to_lance(session=session)
     if int(ds.version) != key[1]:
         raise RuntimeError(f"opened version {ds.version} of {key[0]}, the handle reads {key[1]}")
     with _LOCK:
-        opened[key] = ds
+        opened[key] = (weakref.ref(table), ds)
         while len(opened) > _OPEN_MAX:
             opened.popitem(last=False)
     return ds
@@ -99,7 +104,7 @@ def column_names(ds: Any) -> tuple[str, ...]:
     return names if names is not None else _NAMES.put(key, tuple(ds.schema.names))
 
 
-def _cache(conn: Any) -> tuple[OrderedDict[tuple[str, int], Any], Any]:
+def _cache(conn: Any) -> tuple[OrderedDict[tuple[str, int, int], Any], Any]:
     """The open datasets and the session of one LanceDB connection: they live as long as it
     does, so a fresh connection (``connect(..., fresh=True)``, ``reset_connections``) reads
     everything from the store again, as LanceDB's own caches do."""

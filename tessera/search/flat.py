@@ -63,9 +63,8 @@ SCORES = ("_distance", "_score", "_rowid")
 @dataclass(frozen=True)
 class FlatSet:
     """The rows of one mask: ``unit``, their unit vectors (zero vectors stay zero); ``missing``,
-    the positions of rows without a vector; ``rows``,
-    their other columns and ``_rowid`` in the same order; ``by_rowid``, the positions of
-    ``rows`` in row-id order."""
+    the positions of rows without a vector; ``rows``, their other columns and ``_rowid`` in the
+    same order; ``by_rowid``, the positions of ``rows`` in row-id order."""
 
     unit: npt.NDArray[np.float32]
     missing: npt.NDArray[np.intp]

@@ -6,20 +6,24 @@ checks of ``tessera.store.health.open_checked`` (the publications log, the table
 and pins the dataset of the version it opened. On the 100k-chunk benchmark that took 3.5-4 ms
 of a 14 ms search, for an answer that changes only with a commit to one of three tables.
 
-So the answer is held per connection, tenant and model, with a mark per table: the latest
-version its directory held before the answer was worked out, or its absence. A later search
-compares each mark with the table's latest version (Lance reads it from the version directory:
-~10 µs on a local disk) and reuses the answer only when all three are unchanged; any commit, a
-deleted manifest (the latest version moves back), a table created or dropped, or a failure to
-read the version, works the answer out again, checks included. Marks are taken before the
-answer is read, so a commit racing with it can only cause one more check, never a stale
-answer. An absent table is confirmed absent on a local disk only; on an object store an answer
-with an absent table is never reused. A new connection (``reset_connections``) starts afresh.
+So the answer is held per connection, tenant and model, with a mark per table taken before the
+answer is worked out: the table's latest version (Lance reads it from the version directory,
+~10 µs on a local disk) and the identity of that directory (``_versions``: inode and
+modification time), or the table's absence. A commit raises the latest version, a deleted
+manifest lowers it, and a table dropped and built again, even to the same version number, has
+another directory (or one modified later: a run takes longer than the clock's tick). A later
+search compares the three marks and reuses the answer only when all are unchanged; anything
+else, a failure to read them included, works the answer out again, checks included. As the
+marks are taken first, a commit racing with the answer can only cause one more check, never a
+stale answer. On an object store answers are never reused: a version listing alone cannot tell
+a table dropped and built again to the same version number from the old one, whose rows a held
+answer (and the rows held in memory, ``tessera.search.flat``) would go on serving. Not covered:
+a manifest overwritten in place (truncated) changes none of the marks; a new process, or
+``tessera doctor``, refuses it. A new connection (``reset_connections``) starts afresh.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import weakref
@@ -29,10 +33,8 @@ from typing import Any
 from tessera.search.dataset import Pinned, pin
 from tessera.search.memo import Memo
 from tessera.store.active import ActiveModel, ActivePointer, active_table_name
-from tessera.store.db import chunks_table_name, connect, publications_table_name, s3_storage_options
+from tessera.store.db import chunks_table_name, connect, publications_table_name
 from tessera.store.index import TenantIndex
-
-log = logging.getLogger(__name__)
 
 _KEEP = 256
 """Tenant answers held per connection."""
@@ -42,20 +44,37 @@ _HELD: weakref.WeakKeyDictionary[Any, Memo[tuple[str, str], _Held]] = weakref.We
 
 @dataclass(frozen=True)
 class _Mark:
-    """A table's latest version when an answer was worked out (None: the table was absent)."""
+    """A table when an answer was worked out: its latest version and version directory
+    (``stamp``; None: absent), read through ``dataset``; ``path`` None: nothing can be confirmed."""
 
-    path: str
+    path: str | None
     dataset: Any
-    version: int | None
+    stamp: tuple[int, int, int] | None
 
     def unchanged(self) -> bool:
-        if self.dataset is None:
-            return "://" not in self.path and not os.path.isdir(self.path)
-        try:
-            return int(self.dataset.latest_version) == self.version
-        except (OSError, RuntimeError, ValueError) as e:  # unreadable now: the full path says why
-            log.debug("the latest version of %s is unreadable (%s); checking the tenant again", self.path, e)
-            return False
+        return (
+            self.path is not None
+            and self.stamp != _UNREADABLE
+            and _stamp(self.path, self.dataset) == self.stamp
+        )
+
+
+_UNREADABLE = (-1, -1, -1)
+"""The mark of a table that is there but cannot be read: never equal to what it was."""
+
+
+def _stamp(path: str, dataset: Any) -> tuple[int, int, int] | None:
+    """(latest version, inode and mtime of ``_versions``) of the table at ``path`` as
+    ``dataset`` reads it; None when it is absent, ``_UNREADABLE`` when it cannot be read."""
+    try:
+        st = os.stat(os.path.join(path, "_versions"))
+        if dataset is None:  # absent when marked: there now
+            return _UNREADABLE
+        return int(dataset.latest_version), st.st_ino, st.st_mtime_ns
+    except FileNotFoundError:
+        return None if not os.path.exists(path) else _UNREADABLE
+    except (OSError, RuntimeError, ValueError):  # the checks of the full path say why
+        return _UNREADABLE
 
 
 @dataclass(frozen=True)
@@ -93,15 +112,15 @@ def _memo(db: Any) -> Memo[tuple[str, str], _Held]:
 
 
 def _mark(index_uri: str, name: str) -> _Mark:
+    if "://" in index_uri:  # an object store: never reused (see the module's docstring)
+        return _Mark(None, None, None)
     import lance
 
-    path = f"{index_uri.rstrip('/')}/{name}.lance"
-    if "://" not in path and not os.path.isdir(path):
-        return _Mark(path, None, None)
+    path = os.path.join(index_uri, f"{name}.lance")
+    if not os.path.isdir(os.path.join(path, "_versions")):
+        return _Mark(path, None, _stamp(path, None))
     try:
-        options = s3_storage_options() if path.startswith("s3://") else None
-        dataset = lance.dataset(path, storage_options=options or None)
-        return _Mark(path, dataset, int(dataset.latest_version))
-    except (OSError, RuntimeError, ValueError) as e:  # absent or unreadable: never reused
-        log.debug("no version mark for %s (%s)", path, e)
-        return _Mark("unreadable://" + path, None, None)
+        dataset = lance.dataset(path)
+    except (OSError, RuntimeError, ValueError):  # unreadable: never reused
+        return _Mark(None, None, None)
+    return _Mark(path, dataset, _stamp(path, dataset))

@@ -103,13 +103,47 @@ def test_a_pointer_moved_to_another_model_is_refused_at_once(tenant: Tenant) -> 
         tenant.texts()
 
 
-def test_an_absent_table_on_an_object_store_is_never_confirmed_absent() -> None:
-    absent = resolve._Mark("s3://bucket/prefix/active__acme.lance", None, None)
-    assert not absent.unchanged()
+def test_an_object_store_answer_is_never_reused() -> None:
+    for name in ("chunks__acme__m", "active__acme"):
+        assert not resolve._mark("s3://bucket/prefix", name).unchanged()
 
 
-def test_a_table_created_later_is_noticed(tmp_path: Path) -> None:
+def test_a_table_created_committed_or_dropped_is_noticed(tmp_path: Path) -> None:
+    import lance
+
+    rows, path = pa.table({"a": [1, 2]}), tmp_path / "later.lance"
     mark = resolve._mark(str(tmp_path), "later")
-    assert mark.dataset is None and mark.unchanged()
-    (tmp_path / "later.lance").mkdir()
+    assert mark.stamp is None and mark.unchanged()  # absent, and still absent
+    lance.write_dataset(rows, path)
+    assert not mark.unchanged()  # created
+    mark = resolve._mark(str(tmp_path), "later")
+    assert mark.unchanged()
+    lance.write_dataset(rows, path, mode="append")
+    assert not mark.unchanged()  # a commit
+    mark = resolve._mark(str(tmp_path), "later")
+    shutil.rmtree(path)
+    lance.write_dataset(rows, path)
+    lance.write_dataset(rows, path, mode="append")
+    assert lance.dataset(path).version == 2 and not mark.unchanged()  # dropped, built again to version 2
+    mark = resolve._mark(str(tmp_path), "later")
+    sorted((path / "_versions").glob("*.manifest"))[0].unlink()  # the latest manifest deleted
     assert not mark.unchanged()
+    (path / "_versions").rename(path / "moved")
+    assert resolve._mark(str(tmp_path), "later").stamp == resolve._UNREADABLE
+    assert not resolve._mark(str(tmp_path), "later").unchanged()  # there, unreadable: never reused
+
+
+def test_a_purged_tenant_indexed_again_is_never_answered_from_the_old_table(tenant: Tenant) -> None:
+    """Purged and indexed again in one process, to the same version number: the answer, and the
+    rows held in memory for the old table, must not serve the old rows."""
+    from tessera.store.purge import purge_tenant
+
+    old = [tenant.texts("alpha paging on-call") for _ in range(5)]  # rows held from the 4th search
+    assert all(any("on-call" in t for t in texts) for texts in old)
+    version = tenant.ws.table("acme").version
+    purge_tenant(connect(tenant.uri), tenant.uri, tenant.cfg.store.work_dir, "acme")
+    (tenant.src / "a.md").write_text(A2, encoding="utf-8")
+    tenant.ws.run("acme", "p1")
+    assert tenant.ws.table("acme").version == version  # the same version number, another table
+    texts = tenant.texts("alpha paging on-call")
+    assert texts and not any("on-call" in t for t in texts)
