@@ -27,6 +27,7 @@ from typing import Any
 from tessera.config import validate_tenant_id
 from tessera.store.db import list_tables, open_table, publications_table_name
 from tessera.store.failures import failures_table_name
+from tessera.store.indexes import merge_segments
 from tessera.store.lock import tenant_lock
 
 
@@ -38,6 +39,8 @@ class MaintenanceReport:
     kept: list[int] = field(default_factory=list)
     run_tags_deleted: list[str] = field(default_factory=list)
     compacted: bool = False
+    segments_merged: dict[str, int] = field(default_factory=dict)
+    """Per text or scalar index, the delta segments merged into one (``merge_segments``)."""
 
 
 def _versions(table: Any) -> list[int]:
@@ -58,6 +61,7 @@ def maintain_table(table: Any, keep_versions: int, keep_run_tags: int) -> Mainte
     report = MaintenanceReport(table=table.name)
     table.optimize()  # compaction and index refresh: a new version, same rows
     report.compacted = True
+    report.segments_merged = merge_segments(table)  # optimize leaves the text and scalar deltas
     versions = _versions(table)
     report.versions_before = len(versions)
     tags = {name: int(t["version"]) for name, t in table.tags.list().items()}

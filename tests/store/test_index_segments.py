@@ -95,3 +95,28 @@ def test_an_index_over_the_cap_that_gains_no_rows_is_left_alone(
     ensure_indexes(table, NEVER_VECTOR)
     version = table.version
     assert ensure_indexes(table, NEVER_VECTOR) == {} and table.version == version
+
+
+def test_maintenance_merges_the_deltas_and_search_answers_alike(tmp_path: Path) -> None:
+    """Three publishes leave every text and scalar index in 4 segments; maintenance merges them
+    into one each, with the same full-text results and prefilter answers, nothing unindexed."""
+    from tessera.store.maintenance import maintain_table
+
+    table = lancedb.connect(str(tmp_path)).create_table("t", _rows(0, 400))
+    ensure_indexes(table, NEVER_VECTOR)
+    for step in (1, 2, 3):
+        _grow(table, step)
+        ensure_indexes(table, NEVER_VECTOR)
+    assert set(_segments(table).values()) == {4}
+    queries = ("zyzzyva", "lance quorum", "row1037", "row4")
+    before = {q: _fts(table, q) for q in queries}
+    report = maintain_table(table, keep_versions=2, keep_run_tags=0)
+    assert report.segments_merged == {column: 4 for column in _segments(table)}
+    assert set(_segments(table).values()) == {1}
+    assert all(unindexed == 0 for _, unindexed in index_state(table).values())
+    for q in queries:
+        got, want = _fts(table, q), before[q]
+        assert [i for i, _ in got] == [i for i, _ in want], q
+        assert all(g == pytest.approx(w, rel=1e-5) for (_, g), (_, w) in zip(got, want, strict=True))
+    assert table.search().where("doc_id = 'd258'").select(["id"]).to_arrow().num_rows == 4
+    assert maintain_table(table, keep_versions=2, keep_run_tags=0).segments_merged == {}  # nothing left
