@@ -11,8 +11,9 @@ from tessera.store.maintenance import maintain_tenant
 def index_maintenance(
     context: AssetExecutionContext, tenant_run: TenantRunResource
 ) -> MaterializeResult[Any]:
-    """Compact the tenant's tables and prune old versions: every operator tag, the last 20
-    publication tags and the last 10 versions stay. Holds the tenant's publish lock."""
+    """Compact the tenant's tables, merge their index deltas and prune old versions: every
+    operator tag, the last 20 publication tags and the last 10 versions stay. Holds the
+    tenant's publish lock."""
     rc = tenant_run.context_for(context.partition_key, context.run_id)
     reports = maintain_tenant(rc.db, rc.config.store.work_dir, rc.tenant, keep_versions=10, keep_run_tags=20)
     return MaterializeResult(
@@ -21,5 +22,8 @@ def index_maintenance(
             "versions_before": sum(r.versions_before for r in reports),
             "versions_after": sum(r.versions_after for r in reports),
             "run_tags_deleted": MetadataValue.json([t for r in reports for t in r.run_tags_deleted]),
+            "segments_merged": MetadataValue.json(
+                {r.table: r.segments_merged for r in reports if r.segments_merged}
+            ),
         }
     )

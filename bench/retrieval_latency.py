@@ -3,24 +3,25 @@
 With the default ``chunking.sentence_vectors`` on, every chunk but one in four has three
 sentence vectors (as prose chunks have), so the dense side fetches the nearest chunks' vectors
 and rescores them (``tessera.search.fusion``); with it off (the default since issue 16) the
-column is null, as a publish writes it. ``BENCH_SENTENCE_VECTORS=1`` measures the former.
-Hybrid search (BM25 + vector, RRF) with the ACL/date prefilter, measured on the path
-``tessera search`` takes (``tessera.search.query.search``: table checks, ranking, duplicate
-folding with the copies query, hits), as a ratio to unfiltered vector search in the same run.
-One principal searches ``QUERIES`` times, as a user of a search service does: from its fourth
-search its claims' rows are held in memory (``tessera.search.flat``; the read's cost and size
-are reported); ``hybrid_acl_prefilter_first_search`` is the latency of principals searching
-once each (the indexes answer, nothing of theirs held). Then the same search after dropping every index (flat vector scan, BM25 without its index) to
-show what the indexes buy. 2% of the chunks are exact copies of a chunk in another document,
-every chunk has its ``dup_group`` as a publish writes it. Vectors are clustered unit vectors
-(the query engine is measured, not the embedding model); recall@10 of the vector index is
-reported against exact search. Then ``PUBLISHES`` small publishes (400 rows of 40 new documents
-each, as a 1 % change would add) go into the table as a publish commits them (index deltas, see
-``tessera.store.indexes``): their seconds, each index's segments and the same two latencies after
-them are reported (``after_small_publishes``), since a table in use carries deltas, not the fresh
-build. ``--reuse PATH`` keeps the built table between runs (and skips the publishes); ``--rows``
-and ``--name`` measure another size into another result file (``--rows 1000000 --name
-retrieval_latency_1m``). The machine may be shared: the result records its load average.
+column is null, as a publish writes it. ``BENCH_SENTENCE_VECTORS=1`` measures the former. Hybrid
+search (BM25 + vector, RRF) with the ACL/date prefilter, measured on the path ``tessera search``
+takes (``tessera.search.query.search``: table checks, ranking, duplicate folding with the copies
+query, hits), as a ratio to unfiltered vector search in the same run. One principal searches
+``QUERIES`` times, as a user of a search service does: from its fourth search its claims' rows
+are held in memory (``tessera.search.flat``; the read's cost and size are reported);
+``hybrid_acl_prefilter_first_search`` is the latency of principals searching once each (the
+indexes answer, nothing of theirs held). Then the same search after dropping every index (flat
+vector scan, BM25 without its index) to show what the indexes buy. 2% of the chunks are exact
+copies of a chunk in another document, every chunk has its ``dup_group`` as a publish writes it.
+Vectors are clustered unit vectors (the query engine is measured, not the embedding model);
+recall@10 of the vector index is reported against exact search. Then ``PUBLISHES`` small
+publishes (400 rows of 40 new documents each, as a 1 % change would add) go into the table as a
+publish commits them (index deltas, see ``tessera.store.indexes``): their seconds, each index's
+segments and the same two latencies after them are reported (``after_small_publishes``), since a
+table in use carries deltas, not the fresh build. ``--reuse PATH`` keeps the built table between
+runs (and skips the publishes); ``--rows`` and ``--name`` measure another size into another
+result file (``--rows 1000000 --name retrieval_latency_1m``). The machine may be shared: the
+result records its load average.
 """
 
 from __future__ import annotations

@@ -69,3 +69,44 @@ def test_maintenance_waits_for_no_publish(ws: Any) -> None:
     cfg, ctx = ws.config(), ws.context("acme")
     with tenant_lock(cfg.store.work_dir / "_locks", "acme"), pytest.raises(TenantLockedError):
         maintain_tenant(ctx.db, cfg.store.work_dir, "acme", [ctx.index.name])
+
+
+def test_the_maintenance_asset_merges_index_deltas_and_reports_them(ws: Any) -> None:
+    """A run after the first leaves the text and scalar indexes in two segments; the asset, called directly,
+    merges them and says so in its metadata, and the rows and search answers stay."""
+    from dagster import build_asset_context
+
+    from assets.index_maintenance import index_maintenance
+    from resources import (
+        ConfiguredSourceResource,
+        FakeEmbedderResource,
+        TenantRunResource,
+        TesseraConfigResource,
+    )
+    from tessera.search import principal_from_config, search
+
+    src = ws.tenant("acme", {f"d{i}.md": md_sections(f"Doc{i}", 2) for i in range(12)})
+    ws.run("acme", "r1")
+    (src / "b.md").write_text(md_sections("Beta", 2), encoding="utf-8")
+    ws.run("acme", "r2")  # a small change: its rows are a delta segment of every index
+    segments = {
+        i.columns[0]: ws.table("acme").index_stats(i.name).num_indices
+        for i in ws.table("acme").list_indices()
+    }
+    assert segments and set(segments.values()) == {2}
+    cfg, rows = ws.config(), ws.rows("acme")
+    alice = principal_from_config(cfg, "acme", "alice")
+    hits = [h.chunk_id for h in search(cfg.store.uri, ws.embedder, alice, "Beta section", k=5)]
+    run = TenantRunResource(
+        config=TesseraConfigResource(config_path=str(cfg.path)),
+        embedder=FakeEmbedderResource(),
+        sources=ConfiguredSourceResource(),
+    )
+    with build_asset_context(partition_key="acme") as ctx:
+        out = index_maintenance(ctx, tenant_run=run)
+    name = ws.context("acme").index.name
+    assert out.metadata["segments_merged"].data == {name: segments}
+    table = ws.table("acme")
+    assert {table.index_stats(i.name).num_indices for i in table.list_indices()} == {1}
+    assert ws.rows("acme") == rows
+    assert [h.chunk_id for h in search(cfg.store.uri, ws.embedder, alice, "Beta section", k=5)] == hits
