@@ -18,10 +18,11 @@ recall@10 of the vector index is reported against exact search. Then ``PUBLISHES
 publishes (400 rows of 40 new documents each, as a 1 % change would add) go into the table as a
 publish commits them (index deltas, see ``tessera.store.indexes``): their seconds, each index's
 segments and the same two latencies after them are reported (``after_small_publishes``), since a
-table in use carries deltas, not the fresh build. ``--reuse PATH`` keeps the built table between
-runs (and skips the publishes); ``--rows`` and ``--name`` measure another size into another
-result file (``--rows 1000000 --name retrieval_latency_1m``). The machine may be shared: the
-result records its load average.
+table in use carries deltas, not the fresh build; then once more after maintenance merged them
+(``then_maintenance``: ``tessera.store.maintenance.maintain_table``, as the weekly job runs it).
+``--reuse PATH`` keeps the built table between runs (and skips the publishes); ``--rows`` and
+``--name`` measure another size into another result file (``--rows 1000000 --name
+retrieval_latency_1m``). The machine may be shared: the result records its load average.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from tessera.search.scope import scope_of
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
 from tessera.store.indexes import NPROBES, REFINE, ef_for, ensure_indexes, index_state, nearest
+from tessera.store.maintenance import maintain_table
 from tessera.store.schema import chunk_schema, sentence_column, text_checksum
 
 DIM, QUERIES, K, SENTENCES = 384, 40, 10, 3
@@ -132,6 +134,18 @@ def small_publishes(index: TenantIndex) -> list[dict[str, Any]]:
 
 def segments(table: Any) -> dict[str, int]:
     return {i.columns[0]: int(table.index_stats(i.name).num_indices) for i in table.list_indices()}
+
+
+def alternated(first: Any, second: Any) -> tuple[list[float], list[float]]:
+    """Milliseconds of ``QUERIES`` calls of each, alternated, after one warm-up call of each."""
+    first()
+    second()
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(QUERIES):
+        a += timed(first, 1)
+        b += timed(second, 1)
+    return a, b
 
 
 def timed(fn: Any, n: int) -> list[float]:
@@ -240,29 +254,31 @@ def main() -> int:
         q = table.search(embedder.embed_query(""), vector_column_name="vector").distance_type("cosine")
         q.limit(K).select(["id", "_distance"]).to_arrow()
 
-    hybrid()  # warm-up
-    vector_only()
-    h, v = [], []
-    for _ in range(QUERIES):  # alternated
-        h += timed(hybrid, 1)
-        v += timed(vector_only, 1)
+    h, v = alternated(hybrid, vector_only)
     first = first_searches(uri, embedder, opts, query_text)
     held = held_read_ms(table, where)
     after: dict[str, Any] = {}
     if fresh and not reuse:
         publishes = small_publishes(index)
         table = index.table()
-        hybrid()
-        vector_only()
-        h2, v2 = [], []
-        for _ in range(QUERIES):
-            h2 += timed(hybrid, 1)
-            v2 += timed(vector_only, 1)
+        h2, v2 = alternated(hybrid, vector_only)
         after = {
             "publishes": publishes,
             "segments": segments(table),
             "hybrid_acl_prefilter": pct(h2),
             "vector_unfiltered": pct(v2),
+        }
+        t0 = time.perf_counter()  # then maintenance, as the weekly job runs it: the deltas merged
+        report = maintain_table(index.table(), keep_versions=10, keep_run_tags=20)
+        maintained = time.perf_counter() - t0
+        table = index.table()
+        h3, v3 = alternated(hybrid, vector_only)
+        after["then_maintenance"] = {
+            "seconds": round(maintained, 1),
+            "segments_merged": report.segments_merged,
+            "segments": segments(table),
+            "hybrid_acl_prefilter": pct(h3),
+            "vector_unfiltered": pct(v3),
         }
     listed = ", ".join(f"'{i}'" for i in sorted(set(seen)))
     foreign = table.count_rows(f"id IN ({listed}) AND NOT array_has_any(groups, ['g3', 'g7'])")
