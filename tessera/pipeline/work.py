@@ -90,12 +90,12 @@ def _parse_one(task: ParseTask, doc: SourceDocument) -> ParseOutcome:
         return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, e.reason, str(e)))
     except Exception as e:  # a parser bug quarantines the document, it never deletes it
         return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, "parser_crash", repr(e)))
-    if task.cache_dir is not None and cached is None:  # adopted into the cache by the publish
-        parse_cache.store(task.parsed_dir.parent / parse_cache.PENDING, doc, result)
     out = task.parsed_dir / parsed_file(doc.doc_id)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(json.dumps(parsed_to_json(result)), encoding="utf-8")
     tmp.replace(out)
+    if task.cache_dir is not None and cached is None:  # adopted into the cache by the publish
+        parse_cache.store(_pending(task), doc, result, out)
     warnings = result.warnings
     if not result.text.strip() and not any(w.startswith("no_text") for w in warnings):
         warnings = (*warnings, "no_text: the document yielded no text")
@@ -115,8 +115,15 @@ class ParseBatch:
     peak_rss_mb: float
 
 
+def _pending(task: ParseTask) -> Path:
+    """The run's new parse-cache entries (:data:`parse_cache.PENDING`, beside ``parsed/``)."""
+    return task.parsed_dir.parent / parse_cache.PENDING
+
+
 def parse_documents(task: ParseTask) -> ParseBatch:
     task.parsed_dir.mkdir(parents=True, exist_ok=True)
+    if task.cache_dir is not None:
+        _pending(task).mkdir(exist_ok=True)
     outcomes = tuple(_parse_one(task, doc) for doc in task.docs)
     return ParseBatch(outcomes, peak_rss_mb())
 

@@ -147,3 +147,58 @@ def test_adopting_replaces_only_the_documents_own_older_entries(tmp_path: Path) 
     assert parse_cache.forget(cache, ["b.md", "gone.md"]) == 1
     assert not (cache / f"{part_b}.keep.json").exists() and (cache / f"{part_a}.new.json").exists()
     assert parse_cache.forget(tmp_path / "missing", ["a.md"]) == 0
+
+
+@pytest.mark.parametrize("links", [True, False], ids=["hard-link", "no-links-copy"])
+def test_entries_are_the_staged_parse_and_outlive_it(
+    ws: Any, monkeypatch: pytest.MonkeyPatch, links: bool
+) -> None:
+    """An entry is the staged parse's bytes, written once: replacing, damaging or deleting the
+    run's staged parses before the publish adopts the entries never changes them (a hard link
+    shares the file, and the staged file is only ever replaced), and a file system without
+    hard links gets copies."""
+    import os
+
+    from tessera.pipeline import parse_cache
+
+    if not links:
+
+        def no_link(src: Any, dst: Any) -> None:
+            raise OSError(1, "Operation not permitted")
+
+        monkeypatch.setattr(os, "link", no_link)
+    seen: dict[str, bytes] = {}
+    real_adopt = parse_cache.adopt
+
+    def attacked_adopt(pending: Path, folder: Path) -> int:
+        if seen:  # the first run's only: the later runs take every parse from the cache
+            return real_adopt(pending, folder)
+        staged = {p.name: p for p in (pending.parent / "parsed").glob("*.json")}
+        entries = {p.name.split(".", 1)[0] + ".json": p for p in pending.glob("*.json")}
+        assert sorted(entries) == sorted(staged)
+        seen.update({n: p.read_bytes() for n, p in entries.items()})
+        assert seen == {n: p.read_bytes() for n, p in staged.items()}
+        assert all((os.stat(entries[n]).st_ino == os.stat(staged[n]).st_ino) is links for n in staged)
+        for p in staged.values():  # rewritten the way the step writes them, then deleted
+            tmp = p.with_name(f".{p.name}.tmp")
+            tmp.write_text('{"damaged": true}', encoding="utf-8")
+            tmp.replace(p)
+        assert {n: p.read_bytes() for n, p in entries.items()} == seen
+        for p in staged.values():
+            p.unlink()
+        return real_adopt(pending, folder)
+
+    monkeypatch.setattr(parse_cache, "adopt", attacked_adopt)
+    ws.tenant("acme", FILES)
+    assert ws.run("acme", "r1")["parse"]["parsed"] == 3 and len(seen) == 3
+    cached = {p.name.split(".", 1)[0] + ".json": p.read_bytes() for p in _cache(ws).glob("*.json")}
+    assert cached == seen
+    # and the entries serve the next runs: nothing parsed again, the same rows as before
+    rows = _texts(ws)
+    parsed = _refuse_parsing(monkeypatch)
+    ws.chunking["target_tokens"] = 60
+    out = ws.run("acme", "r2")
+    assert out["parse"]["from_cache"] == 3 and parsed == [] and out["publish"]["committed"]
+    ws.chunking["target_tokens"] = 120
+    back = ws.run("acme", "r3")
+    assert back["parse"]["from_cache"] == 3 and parsed == [] and _texts(ws) == rows
