@@ -183,6 +183,15 @@ def test_the_listing_is_written_a_document_at_a_time_as_one_json_object(ws: Work
         assert "日本" in text or not documents  # written as it is, not escaped
         fresh = ws.context("acme", "r1")
         assert fresh.listing() == (data, {d.doc_id: d for d in documents})
+        # the writing context holds what was written, not the caller's dict: changed after
+        # the write, before or after a step first asks for it, the held listing stays
+        data["to_parse"].append("later.md")
+        assert rc.listing() == fresh.listing() and rc.listing()[0]["to_parse"] == ["a.md"]
+        held = rc.listing()[0]
+        data["summary"]["n"] = 4
+        assert rc.listing()[0] is held and held["summary"]["n"] == 3
+        data["to_parse"].pop()
+        data["summary"]["n"] = 3
     with pytest.raises(InternalError, match="documents"):
         rc.write_listing({**data, "documents": []}, docs)
     assert json.loads((rc.workspace / staging.LISTING).read_text(encoding="utf-8"))["documents"] == []
