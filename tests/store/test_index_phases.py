@@ -40,14 +40,15 @@ def _rows(doc_id: str, n: int, seed: int) -> pa.Table:
 
 
 class Checks:
-    """Stands in for the recall measurement: records the handle and what it saw."""
+    """Stands in for the recall measurement: records the handle (kept alive, so no later
+    object can take its ``id``) and what it saw."""
 
     def __init__(self, answers: list[Any]) -> None:
         self.answers = answers
-        self.seen: list[tuple[int, bool]] = []
+        self.seen: list[tuple[Any, bool]] = []
 
     def __call__(self, table: Any, queries: int = 20, k: int = 10) -> float:
-        self.seen.append((id(table), "vector" in index_state(table)))
+        self.seen.append((table, "vector" in index_state(table)))
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         if isinstance(answer, Exception):
             raise answer
@@ -77,7 +78,8 @@ def test_a_new_vector_index_is_checked_after_its_build_on_another_connection(
     table = index.table()
     assert table is not None and first.version == int(table.version)
     assert len(checks.seen) == 1 and checks.seen[0][1]  # once, with the index already built
-    assert checks.seen[0][0] != id(table)  # not the caller's handle
+    checked = checks.seen[0][0]
+    assert checked is not table and checked._conn is not table._conn  # not the caller's handle or connection
     status = index.last_indexes["vector"]
     if recalls[0] >= indexes_module.RECALL_TARGET:
         assert status == f"created IVF_HNSW_SQ (recall@10 {recalls[0]:.3f})"
