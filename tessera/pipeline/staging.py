@@ -167,11 +167,7 @@ def read_batches(
     """The staged chunks in staging order, ``batch_rows`` (default :data:`BATCH_ROWS`) at a time."""
     f = pq.ParquetFile(_require(path), pre_buffer=False)  # pre-buffering kept every row group it read
     size = batch_rows or BATCH_ROWS
-    # One thread: Arrow's decoding threads each allocate in a malloc arena of their own, and
-    # what they free there stays with the process (a pass over 400,000 staged chunks kept
-    # +66 MB after malloc_trim with them, +34 MB without; the pass took as long, 1.0 s).
-    cols = list(columns) if columns else None
-    yield from f.iter_batches(batch_size=size, columns=cols, use_threads=False)
+    yield from f.iter_batches(batch_size=size, columns=list(columns) if columns else None)
 
 
 def read_chunks(path: Path) -> list[Chunk]:
