@@ -21,6 +21,7 @@ without the model >= 10x the model's CPU embedding rate.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -33,12 +34,28 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from bench.common import peak_rss_mb, write_result
 from bench.incremental_cost import TENANT, make_project
 
 STEPS = ("listing", "parse", "chunk", "embed", "publish")
+CONTENT = ("id", "doc_id", "text", "embedding_text", "byte_start", "byte_end", "flags", "dup_group", "vector")
+"""The published columns every executor must give alike (issue 17: ids, texts, vectors); the
+run's own columns (run id, times) differ between any two runs."""
+
+
+def table_digest(table: Any) -> str:
+    """sha256 of the table's :data:`CONTENT` columns, rows sorted by id, as JSON lines (vectors
+    as float32 bytes in hex): equal digests, equal contents."""
+    rows = table.to_arrow().select(list(CONTENT)).sort_by("id").to_pylist()
+    h = hashlib.sha256()
+    for row in rows:
+        row["vector"] = np.asarray(row["vector"], np.float32).tobytes().hex()
+        h.update(json.dumps(row, sort_keys=True).encode())
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 def _configure(root: Path, execution: dict[str, Any]) -> None:
@@ -67,6 +84,8 @@ def phase(root: Path) -> dict[str, Any]:
         out[name] = step(rc)
         seconds[name] = round(time.perf_counter() - t0, 3)
     total = time.perf_counter() - t_all
+    peak = round(peak_rss_mb(), 1)
+    digest = table_digest(rc.index.table())  # after the timed steps and the peak
     if rc.config.execution.executor == "ray":
         import ray
 
@@ -78,8 +97,9 @@ def phase(root: Path) -> dict[str, Any]:
         "chunks_per_second": round(out["chunk"]["chunks"] / total, 1),
         "executor": out["parse"]["executor"],
         "workers": out["parse"]["workers"],
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "peak_rss_mb": peak,
         "worker_peak_rss_mb": max(out[s].get("worker_peak_rss_mb", 0.0) for s in ("parse", "chunk")),
+        "table_digest": digest,
     }
 
 
@@ -177,6 +197,7 @@ def main() -> int:
         for label, r in runs.items()
         if label != "inline"
     }
+    digests = {label: sorted({r["table_digest"] for r in rs}) for label, rs in every.items()}
     model = model_rate(base / "inline-0", args.model_texts)
     best = max(r["chunks_per_second"] for r in runs.values())
     result = {
@@ -186,10 +207,21 @@ def main() -> int:
         "speedup_vs_1_worker": speedups,
         "model_cpu": model,
         "pipeline_vs_model": round(best / model["texts_per_second"], 2),
+        # every run of every executor published the same rows (CONTENT columns)
+        "table_digests": digests,
+        "identical_tables": len({d for ds in digests.values() for d in ds}) == 1,
         "targets": {"speedup_2_workers_total": 1.7, "pipeline_vs_model": 10.0},
     }
     print(write_result(args.name, result))
-    print(json.dumps({"speedups": speedups, "pipeline_vs_model": result["pipeline_vs_model"]}))
+    print(
+        json.dumps(
+            {
+                "speedups": speedups,
+                "pipeline_vs_model": result["pipeline_vs_model"],
+                "identical_tables": result["identical_tables"],
+            }
+        )
+    )
     return 0
 
 
