@@ -9,8 +9,10 @@ takes (``tessera.search.query.search``: table checks, ranking, duplicate folding
 query, hits), as a ratio to unfiltered vector search in the same run. One principal searches
 ``QUERIES`` times, as a user of a search service does: from its fourth search its claims' rows
 are held in memory (``tessera.search.flat``; the read's cost and size are reported);
-``hybrid_acl_prefilter_first_search`` is the latency of principals searching once each (the
-indexes answer, nothing of theirs held). Then the same search after dropping every index (flat
+``hybrid_acl_prefilter_first_search`` is the latency of principals searching once each, users
+of the same groups (on no row's ``readers``, they share that principal's mask and held rows:
+``tessera.search.masks.claims_of``), and ``..._new_groups`` of principals of groups no one
+searched (the indexes answer, nothing of theirs held). Then the same search after dropping every index (flat
 vector scan, BM25 without its index) to show what the indexes buy. 2% of the chunks are exact
 copies of a chunk in another document, every chunk has its ``dup_group`` as a publish writes it.
 Vectors are clustered unit vectors (the query engine is measured, not the embedding model);
@@ -28,6 +30,7 @@ retrieval_latency_1m``). The machine may be shared: the result records its load 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import tempfile
@@ -191,12 +194,20 @@ def recall_at_10(table: Any, where: str, rng: np.random.Generator, queries: int 
     return {k: round(v / (queries * 10), 3) for k, v in hits.items()}
 
 
-def first_searches(uri: str, embedder: Any, opts: SearchOptions, text: Any) -> list[float]:
-    """Hybrid search latency of principals searching once each (same groups, another user, so
-    another claims string): no mask, no rows held, the table answer already held."""
+def first_searches(
+    uri: str, embedder: Any, opts: SearchOptions, text: Any, new_groups: bool = False
+) -> list[float]:
+    """Hybrid search latency of principals searching once each, another user each. With the
+    groups of the principal measured before (``g3``, ``g7``) and on no row's ``readers``, a
+    user shares that principal's mask and held rows (``tessera.search.masks.claims_of``); with
+    ``new_groups`` each has a pair of groups no one searched: nothing of theirs is known but
+    the table answer."""
+    others = [g for g in range(20) if g not in (3, 7)]
+    pairs = list(itertools.combinations(others, 2))[: QUERIES // 2]
     out = []
     for i in range(QUERIES // 2):
-        principal = Principal("bench", f"once-{i}", ("g3", "g7"))
+        groups = (f"g{pairs[i][0]}", f"g{pairs[i][1]}") if new_groups else ("g3", "g7")
+        principal = Principal("bench", f"{'new' if new_groups else 'once'}-{i}", groups)
         out += timed(lambda p=principal: search(uri, embedder, p, text(), options=opts), 1)
     return out
 
@@ -256,6 +267,7 @@ def main() -> int:
 
     h, v = alternated(hybrid, vector_only)
     first = first_searches(uri, embedder, opts, query_text)
+    cold = first_searches(uri, embedder, opts, query_text, new_groups=True)
     held = held_read_ms(table, where)
     after: dict[str, Any] = {}
     if fresh and not reuse:
@@ -309,6 +321,7 @@ def main() -> int:
         "ratio_p50": round(hp["p50_ms"] / vp["p50_ms"], 2),
         "ratio_p95": round(hp["p95_ms"] / vp["p95_ms"], 2),
         "hybrid_acl_prefilter_first_search": {**pct(first), "principals": len(first)},
+        "hybrid_acl_prefilter_first_search_new_groups": {**pct(cold), "principals": len(cold)},
         "held_rows": held,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "load_average_1m": round(os.getloadavg()[0], 2),

@@ -27,7 +27,7 @@ from tessera.search import flat
 from tessera.search.dataset import column_names, dataset
 from tessera.search.fusion import TIE, candidate_depth, row_score
 from tessera.search.lexical import flat_bm25
-from tessera.search.masks import Allowed, mask_for, scan_args
+from tessera.search.masks import Allowed, claims_of, mask_for, scan_args
 from tessera.search.options import row_columns
 from tessera.search.scope import CHECKED, scope_of
 from tessera.store.indexes import nearest
@@ -199,8 +199,9 @@ def checked(
     list holds more of them) costs no second query."""
     scope = scope_of(where)
     if scope is not None:
-        mask = None if ds is None else mask_for(ds, scope.claims)
-        rows = run(scope.claims if mask is None else mask, CHECKED)
+        claims = scope.claims if ds is None else claims_of(ds, scope)
+        mask = None if ds is None else mask_for(ds, claims)
+        rows = run(claims if mask is None else mask, CHECKED)
         rows = rows if top is None else _cut(rows, top)
         if all(scope.admits(r) for r in rows):
             for r in rows:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tessera.search import flat
 from tessera.search.dataset import dataset
+from tessera.search.masks import claims_of
 from tessera.search.rows import full_rows
 from tessera.search.scope import CHECKED, scope_of
 from tessera.search.shared import copies_possible
@@ -71,12 +72,13 @@ def copy_ids(table: Any, where: str, groups: set[str]) -> Copies:
     ds = dataset(table)
     scope = scope_of(where)
     if scope is not None:
-        held = flat.remembered(ds, scope.claims)
+        claims = claims_of(ds, scope)
+        held = flat.remembered(ds, claims)
         found = (
             held.where_in("dup_group", groups, ["id", "dup_group", *CHECKED])[:MAX_CANDIDATES]
             if held is not None
             else ds.to_table(
-                columns=["id", "dup_group", *CHECKED], filter=f"{scope.claims} AND dup_group IN ({listed})",
+                columns=["id", "dup_group", *CHECKED], filter=f"{claims} AND dup_group IN ({listed})",
                 with_row_id=True, limit=MAX_CANDIDATES,
             ).to_pylist()
         )  # fmt: skip

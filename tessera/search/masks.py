@@ -12,6 +12,12 @@ Building a mask costs about as much as it saves once (a principal's first search
 ms), so a principal's first search of a version runs under the SQL claims and only marks the
 key; its next search builds the mask (``mask_for``). One-off principals pay nothing.
 
+Principals of the same groups share masks (and the rows ``tessera.search.flat`` holds): a
+principal's claims are its user on ``readers`` OR its groups on ``groups``, and when the user
+is on no row's ``readers`` in this version, its claims admit exactly the rows of its groups'
+claim, so that claim keys the mask (``claims_of``; checked once per version and user with the
+``readers`` index, about 0.5 ms on 100k chunks). A user whose own rows exist keeps its own.
+
 The mask narrows what the queries rank to the claims' rows exactly as the SQL prefilter did;
 every row they return is still checked against the rest of the access filter (tenant, dates,
 flags: ``tessera.search.scope``), and a row failing it sends the query to the whole filter in
@@ -28,6 +34,7 @@ from typing import Any
 
 from tessera.search.dataset import version_key
 from tessera.search.memo import Memo
+from tessera.search.scope import Scope
 
 _KEEP = 256
 """Masks remembered (all tenants, versions and principals of a process together)."""
@@ -48,6 +55,21 @@ class Allowed:
 Key = tuple[str, int, str, str]
 _MASKS: Memo[Key, Allowed] = Memo(_KEEP, _MAX_BYTES, lambda m: len(m.blob))
 _SEEN: Memo[Key, bool] = Memo(4 * _KEEP)
+_NO_OWN_ROWS: Memo[Key, bool] = Memo(16 * _KEEP)
+"""(version, reader claim) -> whether the user is on no row's ``readers`` in that version."""
+
+
+def claims_of(ds: Any, scope: Scope) -> str:
+    """The claims a query of this dataset version runs under: the group claim alone when the
+    reader claim admits no row of the version (the same rows, shared by every user of those
+    groups), else the principal's whole claims."""
+    if not scope.group_claim or not scope.reader_claim:
+        return scope.claims
+    key = (*version_key(ds), scope.reader_claim)
+    none = _NO_OWN_ROWS.get(key)
+    if none is None:
+        none = _NO_OWN_ROWS.put(key, int(ds.count_rows(filter=scope.reader_claim)) == 0)
+    return f"({scope.group_claim})" if none else scope.claims
 
 
 def mask_for(ds: Any, claims: str) -> Allowed | None:

@@ -131,4 +131,8 @@ def access_filter(principal: Principal | None, as_of: datetime, include_flagged:
         flagged = ", ".join(sql_str(f) for f in FLAGGED)
         where += f" AND (flags IS NULL OR NOT array_has_any(flags, [{flagged}]))"
     excluded = () if include_flagged else FLAGGED
-    return register(where, Scope(f"({' OR '.join(claims)})", principal.tenant, t, excluded))
+    scope = Scope(
+        f"({' OR '.join(claims)})", principal.tenant, t, excluded,
+        reader_claim=claims[0], group_claim=claims[1] if len(claims) > 1 else "",
+    )  # fmt: skip
+    return register(where, scope)

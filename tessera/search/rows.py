@@ -13,6 +13,7 @@ from typing import Any
 
 from tessera.search import flat
 from tessera.search.dataset import column_names, dataset
+from tessera.search.masks import claims_of
 from tessera.search.options import row_columns
 from tessera.search.scope import scope_of
 from tessera.store.db import sql_str
@@ -58,7 +59,7 @@ def _held(ds: Any, where: str, rowids: list[int], columns: list[str]) -> list[di
     """The rows from the claims' rows held in memory (``tessera.search.flat``), when they are
     held and hold every row id; the rows are checked against their ids all the same."""
     scope = scope_of(where)
-    held = None if scope is None else flat.remembered(ds, scope.claims)
+    held = None if scope is None else flat.remembered(ds, claims_of(ds, scope))
     if held is None or not held.serves(columns):
         return None
     try:

@@ -30,12 +30,18 @@ _SCOPES: OrderedDict[str, Scope] = OrderedDict()
 @dataclass(frozen=True)
 class Scope:
     """``claims``: the SQL of the principal's claims; the rest is checked by ``admits``, with
-    the same meaning as the SQL of the whole filter (null bounds admit nothing)."""
+    the same meaning as the SQL of the whole filter (null bounds admit nothing).
+
+    ``reader_claim`` and ``group_claim``: the two parts ``claims`` is the OR of (the user on
+    ``readers``; the groups on ``groups``, empty without groups), so that principals of the
+    same groups can share what their claims admit (``tessera.search.masks.claims_of``)."""
 
     claims: str
     tenant: str
     at_us: int
     excluded_flags: tuple[str, ...]
+    reader_claim: str = ""
+    group_claim: str = ""
 
     def admits(self, row: dict[str, Any]) -> bool:
         start, end = row["effective_from_us"], row["effective_to_us"]

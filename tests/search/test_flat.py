@@ -143,7 +143,8 @@ def test_copies_are_the_same_from_memory(tmp_path: Path, monkeypatch: pytest.Mon
         where = _where(principal)
         candidates.dense(chunks, [1.0] * DIM, where, 3)  # reads the set
         scope = scope_of(where)
-        assert scope is not None and flat.remembered(dataset(chunks), scope.claims) is not None
+        assert scope is not None
+        assert flat.remembered(dataset(chunks), masks.claims_of(dataset(chunks), scope)) is not None
         from_memory = sorted(r["id"] for r in copy_ids(chunks, where, groups).rows)
         with monkeypatch.context() as m:
             m.setattr(flat, "remembered", lambda ds, claims: None)
@@ -215,12 +216,12 @@ def test_sets_stay_within_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyP
         candidates.dense(chunks, [1.0] * DIM, _where(principal), 3)
         scope = scope_of(_where(principal))
         assert scope is not None
-        held = flat.remembered(ds, scope.claims)
+        held = flat.remembered(ds, masks.claims_of(ds, scope))
         assert held is not None
         sizes.append(held.nbytes)
     monkeypatch.setattr(flat, "_SETS", flat.Memo(64, max(sizes), lambda s: s.nbytes))
     for principal in PRINCIPALS:
         candidates.dense(chunks, [1.0] * DIM, _where(principal), 3)
     scopes = [scope_of(_where(p)) for p in PRINCIPALS]
-    held = [flat.remembered(ds, s.claims) for s in scopes if s is not None]
+    held = [flat.remembered(ds, masks.claims_of(ds, s)) for s in scopes if s is not None]
     assert held[-1] is not None and sum(1 for h in held if h is not None) < len(PRINCIPALS)
