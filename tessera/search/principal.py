@@ -121,7 +121,8 @@ def access_filter(principal: Principal | None, as_of: datetime, include_flagged:
         return None
     claims = [f"array_has_any(readers, [{sql_str(principal.user)}])"]
     if principal.groups:
-        claims.append(f"array_has_any(groups, [{', '.join(sql_str(g) for g in principal.groups)}])")
+        groups = sorted(set(principal.groups))  # one claim string per set of groups (shared: masks)
+        claims.append(f"array_has_any(groups, [{', '.join(sql_str(g) for g in groups)}])")
     t = micros(as_of)
     where = (
         f"tenant = {sql_str(principal.tenant)} AND ({' OR '.join(claims)}) "

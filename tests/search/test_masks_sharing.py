@@ -99,6 +99,13 @@ def test_a_version_that_names_the_user_ends_the_sharing(table: Any, reads: list[
     assert ONLY_ALICE not in _dense(table, CAROL, ONLY_ALICE, k=60)  # carol still shares staff's
 
 
+def test_the_same_groups_in_another_order_share_one_claim(table: Any) -> None:  # noqa: F811
+    ds = dataset(pin(table))
+    a = _scope(Principal("acme", "erin", ("staff", "legal")))
+    b = _scope(Principal("acme", "frank", ("legal", "staff", "legal")))
+    assert claims_of(ds, a) == claims_of(ds, b) == "(array_has_any(groups, ['legal', 'staff']))"
+
+
 def test_claims_without_groups_or_with_nothing_to_share_are_kept_whole(table: Any) -> None:  # noqa: F811
     ds = dataset(pin(table))
     loner = _scope(Principal("acme", "dave"))
