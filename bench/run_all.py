@@ -1,4 +1,4 @@
-"""Run every benchmark, each in its own process."""
+"""Run every benchmark, each in its own process (a module and its arguments)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ BENCHES = [
     "bench.memory_scaling",  # about 20 minutes: a 100,000-document full run
     "bench.listing_cost",
     "bench.parallel_scaling",
+    "bench.parallel_scaling --docs 10000 --repeats 3 --name parallel_scaling_10k",  # about 4 minutes
+    "bench.parallel_scaling --docs 2000 --repeats 3 --ray --name parallel_scaling_ray",  # same table on Ray
     "bench.many_tenants",
     "bench.retrieval_latency",
     "bench.html_candidates",
@@ -28,9 +30,9 @@ BENCHES = [
 
 
 def main() -> int:
-    for mod in BENCHES:
-        print(f"== {mod}", flush=True)
-        subprocess.run([sys.executable, "-m", mod], check=True)
+    for bench in BENCHES:
+        print(f"== {bench}", flush=True)
+        subprocess.run([sys.executable, "-m", *bench.split()], check=True)
     return 0
 
 
