@@ -119,21 +119,20 @@ def access_filter(principal: Principal | None, as_of: datetime, include_flagged:
     """
     if principal is None or not principal.user or not principal.tenant:
         return None
-    claims = [f"array_has_any(readers, [{sql_str(principal.user)}])"]
-    if principal.groups:
-        groups = sorted(set(principal.groups))  # one claim string per set of groups (shared: masks)
-        claims.append(f"array_has_any(groups, [{', '.join(sql_str(g) for g in groups)}])")
+    groups = sorted(set(principal.groups))  # one claim string per set of groups (shared: masks)
     t = micros(as_of)
+    scope = Scope(
+        reader_claim=f"array_has_any(readers, [{sql_str(principal.user)}])",
+        group_claim=f"array_has_any(groups, [{', '.join(sql_str(g) for g in groups)}])" if groups else "",
+        tenant=principal.tenant,
+        at_us=t,
+        excluded_flags=() if include_flagged else FLAGGED,
+    )
     where = (
-        f"tenant = {sql_str(principal.tenant)} AND ({' OR '.join(claims)}) "
+        f"tenant = {sql_str(principal.tenant)} AND {scope.claims} "
         f"AND coalesce(effective_from_us, {_NEVER}) <= {t} AND coalesce(effective_to_us, {-_NEVER}) > {t}"
     )
     if not include_flagged:
         flagged = ", ".join(sql_str(f) for f in FLAGGED)
         where += f" AND (flags IS NULL OR NOT array_has_any(flags, [{flagged}]))"
-    excluded = () if include_flagged else FLAGGED
-    scope = Scope(
-        f"({' OR '.join(claims)})", principal.tenant, t, excluded,
-        reader_claim=claims[0], group_claim=claims[1] if len(claims) > 1 else "",
-    )  # fmt: skip
     return register(where, scope)

@@ -29,19 +29,21 @@ _SCOPES: OrderedDict[str, Scope] = OrderedDict()
 
 @dataclass(frozen=True)
 class Scope:
-    """``claims``: the SQL of the principal's claims; the rest is checked by ``admits``, with
-    the same meaning as the SQL of the whole filter (null bounds admit nothing).
+    """``claims``: the SQL of the principal's claims, the OR of ``reader_claim`` (the user on
+    ``readers``) and ``group_claim`` (its groups on ``groups``; empty without groups), kept
+    apart so that principals of the same groups can share what their claims admit
+    (``tessera.search.masks.claims_of``); the rest is checked by ``admits``, with the same
+    meaning as the SQL of the whole filter (null bounds admit nothing)."""
 
-    ``reader_claim`` and ``group_claim``: the two parts ``claims`` is the OR of (the user on
-    ``readers``; the groups on ``groups``, empty without groups), so that principals of the
-    same groups can share what their claims admit (``tessera.search.masks.claims_of``)."""
-
-    claims: str
+    reader_claim: str
+    group_claim: str
     tenant: str
     at_us: int
     excluded_flags: tuple[str, ...]
-    reader_claim: str = ""
-    group_claim: str = ""
+
+    @property
+    def claims(self) -> str:
+        return f"({' OR '.join(c for c in (self.reader_claim, self.group_claim) if c)})"
 
     def admits(self, row: dict[str, Any]) -> bool:
         start, end = row["effective_from_us"], row["effective_to_us"]
