@@ -26,6 +26,7 @@ import numpy as np
 from tessera.search import flat
 from tessera.search.dataset import column_names, dataset
 from tessera.search.fusion import TIE, candidate_depth, row_score
+from tessera.search.held_lexical import held_top
 from tessera.search.lexical import flat_bm25
 from tessera.search.masks import Allowed, claims_of, mask_for, scan_args
 from tessera.search.options import row_columns
@@ -150,14 +151,16 @@ def lexical(
         def run(flt: str | Allowed, more: list[str]) -> list[dict[str, Any]]:
             cols = ["id", "dup_group", "_score", *more]
             known = _flat_rows(ds, flt, cols)
-            hits = ds.scanner(
-                columns=["_score"] if known else cols,
-                full_text_query=fts,
-                with_row_id=True,
-                limit=depth,
-                disable_scoring_autoprojection=True,
-                **scan_args(flt),
-            ).to_table()
+            hits = None if known is None else held_top(ds, fts, depth, known, table_rows(ds))
+            if hits is None:
+                hits = ds.scanner(
+                    columns=["_score"] if known else cols,
+                    full_text_query=fts,
+                    with_row_id=True,
+                    limit=depth,
+                    disable_scoring_autoprojection=True,
+                    **scan_args(flt),
+                ).to_table()
             if known:  # the rows' columns from memory: reading them cost more than the ranking
                 return known.lookup(hits.column("_rowid").to_numpy(), cols, {"_score": hits.column("_score")})
             rows: list[dict[str, Any]] = hits.to_pylist()

@@ -110,6 +110,16 @@ class FlatSet:
         at = self.by_rowid[np.asarray(hit.to_numpy(zero_copy_only=False), bool)[self.by_rowid]]
         return self._rows(at, columns, {})
 
+    def holds(self, rowids: Any) -> npt.NDArray[np.bool_]:
+        """Which of ``rowids`` are rows of the set."""
+        wanted = np.asarray(rowids, np.uint64)
+        ids = self.rows.column("_rowid").to_numpy()
+        if not len(ids):
+            return np.zeros(len(wanted), bool)
+        ordered = ids[self.by_rowid]
+        at = np.minimum(np.searchsorted(ordered, wanted), len(ids) - 1)
+        return np.asarray(ordered[at] == wanted, bool)
+
     def _positions(self, wanted: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:
         ids = self.rows.column("_rowid").to_numpy()
         if not len(ids):
