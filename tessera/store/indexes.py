@@ -17,9 +17,12 @@ rows, against 0.04 s for all seven text and scalar deltas. Lance's default for t
 index merged the first new rows into the trained segment, rewriting the whole HNSW graph:
 20.6 s for 400 rows at 100,000 (then 0.03 s as a delta). An index with ``MAX_SEGMENTS``
 (text, scalar) or ``MAX_VECTOR_SEGMENTS`` (vector) segments merges them with the next
-publish's rows: a text or scalar index into one (0.29 s at 40,000 rows), the vector index its
-deltas only, never the trained segment (0.46 s for six deltas at 100,000 rows); so queries
-never search more than that many. An index is built from scratch only when it is missing, when
+publish's rows: a scalar index into one (0.29 s at 40,000 rows for all seven text and scalar
+indexes), the vector index its deltas only, never the trained segment (0.46 s for six deltas
+at 100,000 rows); so queries never search more than that many. The full-text index keeps at
+most its base and one delta, which every publish's rows join, and merges into one when the
+delta outgrows a share of the table (``tessera.store.segments``): each segment costs every
+BM25 query about 1 ms. An index is built from scratch only when it is missing, when
 more than ``REBUILD_FRACTION`` of the rows are outside it, or, for the vector index, outside
 its trained segment (its partitions no longer describe the table). Either way no row is left
 unindexed, which is what ``tessera doctor`` checks.
@@ -35,6 +38,7 @@ import pyarrow as pa
 
 from tessera.errors import PublishError
 from tessera.store.memory import release_memory
+from tessera.store.segments import outside_largest, text_merge
 
 VECTOR_INDEX_MIN_ROWS = 50_000
 RECALL_TARGET = 0.95
@@ -86,7 +90,8 @@ Deltas cost queries: on the 100,000-row benchmark hybrid p50 was 26.3 ms fresh a
 ms after six small publishes (three or four segments per index); 35.0 ms after seven with a
 cap of 8."""
 MAX_SEGMENTS = 4
-"""A text or scalar index with this many segments merges them with the new rows into one."""
+"""A scalar index with this many segments merges them with the new rows into one (the full-text
+index: ``tessera.store.segments.text_merge``)."""
 SCALAR = {
     "readers": "label_list",
     "groups": "label_list",
@@ -142,6 +147,7 @@ def ensure_indexes(
     wanted = {c: k for c, k in {"embedding_text": "fts", **SCALAR}.items() if c in names or c not in OPTIONAL}
     delta: list[str] = []  # index names: the new rows as a segment of their own
     merge: dict[str, int] = {}  # index name -> its segments, merged with the new rows
+    text: tuple[str, int] | None = None  # the full-text index and its newest segments to merge
     try:
         for column, kind in wanted.items():
             current = state.get(column)
@@ -149,7 +155,10 @@ def ensure_indexes(
                 table.create_index(column, config=_config(kind), replace=True)
                 done[column] = "created" if current is None else "rebuilt"
             elif current[2] > 0:
-                if current[3] >= MAX_SEGMENTS:
+                newest = text_merge(table, current[0], current[3], rows) if kind == "fts" else None
+                if newest:
+                    text = (current[0], newest)
+                elif newest is None and current[3] >= MAX_SEGMENTS:
                     merge[current[0]] = current[3]
                 else:
                     delta.append(current[0])
@@ -158,12 +167,14 @@ def ensure_indexes(
             _fold(table, sorted(delta), num_indices_to_merge=0)
         if merge:
             _fold(table, sorted(merge), num_indices_to_merge=max(merge.values()))
+        if text:
+            _fold(table, [text[0]], num_indices_to_merge=text[1])
         if rows >= vector_min_rows:
             current = state.get("vector")
             if (
                 current is None
                 or _needs_rebuild(current[2], rows)
-                or _needs_rebuild(_outside_trained(table, current[0]), rows)
+                or _needs_rebuild(outside_largest(table, current[0]), rows)
             ):
                 done["vector"] = _vector_index(table, rows, check_recall)
             elif current[2] > 0:
@@ -191,16 +202,6 @@ def merge_segments(table: Any) -> dict[str, int]:
         except Exception as e:
             raise PublishError(f"merging index segments failed: {e}") from e
     return merged
-
-
-def _outside_trained(table: Any, name: str) -> int:
-    """Rows outside the vector index's trained segment (its largest: the build; deltas are
-    assigned to its partitions, not trained on), by the fragments each segment covers."""
-    ds = table.to_lance()
-    per_fragment: dict[int, int] = {f.fragment_id: int(f.count_rows()) for f in ds.get_fragments()}
-    segments = next(d for d in ds.describe_indices() if d.name == name).segments
-    trained = max(sum(per_fragment.get(i, 0) for i in s.fragment_ids) for s in segments)
-    return sum(per_fragment.values()) - trained
 
 
 def _fold(table: Any, names: list[str], **options: int) -> None:
