@@ -76,9 +76,9 @@ def test_the_maintenance_asset_merges_index_deltas_and_reports_them(
 ) -> None:
     """A run after the first leaves the text and scalar indexes in two segments; the asset, called directly,
     merges them and says so in its metadata, and the rows and search answers stay."""
-    from tessera.store import segments as text_segments
+    from tessera.store import segments as index_segments
 
-    monkeypatch.setattr(text_segments, "TEXT_DELTA_SHARE", 0.5)  # one document of 13 is a delta
+    monkeypatch.setattr(index_segments, "DELTA_SHARE", 0.5)  # one document of 13 is a delta
     from dagster import build_asset_context
 
     from assets.index_maintenance import index_maintenance

@@ -15,14 +15,13 @@ as merged), the vector index assigns them to its trained partitions, no retraini
 the new rows into the FTS index instead rewrote it: 0.17 s of a 1 % change's publish at 40,000
 rows, against 0.04 s for all seven text and scalar deltas. Lance's default for the vector
 index merged the first new rows into the trained segment, rewriting the whole HNSW graph:
-20.6 s for 400 rows at 100,000 (then 0.03 s as a delta). An index with ``MAX_SEGMENTS``
-(text, scalar) or ``MAX_VECTOR_SEGMENTS`` (vector) segments merges them with the next
-publish's rows: a scalar index into one (0.29 s at 40,000 rows for all seven text and scalar
-indexes), the vector index its deltas only, never the trained segment (0.46 s for six deltas
-at 100,000 rows); so queries never search more than that many. The full-text index keeps at
-most its base and one delta, which every publish's rows join, and merges into one when the
-delta outgrows a share of the table (``tessera.store.segments``): each segment costs every
-BM25 query about 1 ms. An index is built from scratch only when it is missing, when
+20.6 s for 400 rows at 100,000 (then 0.03 s as a delta). A vector index with
+``MAX_VECTOR_SEGMENTS`` segments merges its deltas with the next publish's rows, never the
+trained segment (0.46 s for six deltas at 100,000 rows); a text or scalar index keeps at most
+its base and one delta, which every publish's rows join, and merges into one when the delta
+outgrows 5 % of the table (``tessera.store.segments``: each full-text segment cost a BM25
+query about 1 ms; the seven merged at once took 0.29 s at 40,000 rows). So queries never
+search more than that many. An index is built from scratch only when it is missing, when
 more than ``REBUILD_FRACTION`` of the rows are outside it, or, for the vector index, outside
 its trained segment (its partitions no longer describe the table). Either way no row is left
 unindexed, which is what ``tessera doctor`` checks.
@@ -38,7 +37,7 @@ import pyarrow as pa
 
 from tessera.errors import PublishError
 from tessera.store.memory import release_memory
-from tessera.store.segments import outside_largest, text_merge
+from tessera.store.segments import fold_merges, outside_largest
 
 VECTOR_INDEX_MIN_ROWS = 50_000
 RECALL_TARGET = 0.95
@@ -89,9 +88,6 @@ MAX_VECTOR_SEGMENTS = 4
 Deltas cost queries: on the 100,000-row benchmark hybrid p50 was 26.3 ms fresh and 31.5-33.3
 ms after six small publishes (three or four segments per index); 35.0 ms after seven with a
 cap of 8."""
-MAX_SEGMENTS = 4
-"""A scalar index with this many segments merges them with the new rows into one (the full-text
-index: ``tessera.store.segments.text_merge``)."""
 SCALAR = {
     "readers": "label_list",
     "groups": "label_list",
@@ -145,9 +141,7 @@ def ensure_indexes(
     state = _indexes(table)
     names = set(table.schema.names)
     wanted = {c: k for c, k in {"embedding_text": "fts", **SCALAR}.items() if c in names or c not in OPTIONAL}
-    delta: list[str] = []  # index names: the new rows as a segment of their own
-    merge: dict[str, int] = {}  # index name -> its segments, merged with the new rows
-    text: tuple[str, int] | None = None  # the full-text index and its newest segments to merge
+    stale: dict[str, tuple[int, int]] = {}  # index name -> (segments, unindexed rows)
     try:
         for column, kind in wanted.items():
             current = state.get(column)
@@ -155,20 +149,13 @@ def ensure_indexes(
                 table.create_index(column, config=_config(kind), replace=True)
                 done[column] = "created" if current is None else "rebuilt"
             elif current[2] > 0:
-                newest = text_merge(table, current[0], current[3], rows) if kind == "fts" else None
-                if newest:
-                    text = (current[0], newest)
-                elif newest is None and current[3] >= MAX_SEGMENTS:
-                    merge[current[0]] = current[3]
-                else:
-                    delta.append(current[0])
+                stale[current[0]] = (current[3], current[2])
                 done[column] = "updated"
-        if delta:
-            _fold(table, sorted(delta), num_indices_to_merge=0)
-        if merge:
-            _fold(table, sorted(merge), num_indices_to_merge=max(merge.values()))
-        if text:
-            _fold(table, [text[0]], num_indices_to_merge=text[1])
+        by_merge: dict[int, list[str]] = {}
+        for name, merge in fold_merges(table, stale, rows).items() if stale else ():
+            by_merge.setdefault(merge, []).append(name)
+        for merge, group in sorted(by_merge.items()):  # one commit, unless the indexes differ
+            _fold(table, sorted(group), num_indices_to_merge=merge)
         if rows >= vector_min_rows:
             current = state.get("vector")
             if (

@@ -1,9 +1,9 @@
-"""A publish folds its rows into the scalar indexes as delta segments, and merges them back
-into one at ``MAX_SEGMENTS``; the full-text index keeps its base and one delta, which the rows
-join, until the delta passes ``TEXT_DELTA_SHARE`` of the table. At every step no row is
-unindexed, deleted rows are gone from every index, and full-text search returns the same rows
-with the same BM25 scores as an index that merged the rows in at once (statistics are global
-across segments)."""
+"""A publish folds its rows into the text and scalar indexes: each keeps its base and one
+delta, which the rows join, until the rows outside the base pass ``DELTA_SHARE`` of the table;
+then one segment again. At every step no row is unindexed, the base is untouched between
+merges, deleted rows are gone from every index, and full-text search returns the same rows with
+the same BM25 scores as an index that merged the rows in at once (statistics are global across
+segments)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import lancedb
 import pyarrow as pa
 import pytest
 
-from tessera.store import indexes
 from tessera.store import segments as segments_module
 from tessera.store.index import NEVER_VECTOR
 from tessera.store.indexes import ensure_indexes, index_state
@@ -57,38 +56,33 @@ def _grow(table: Any, step: int) -> None:
     table.delete(f"id IN ('c{3 * step}', 'c{3 * step + 1}', 'c{3 * step + 2}')")
 
 
-def test_folds_are_deltas_until_the_cap_then_one_merged_segment(
+def test_folds_join_one_delta_until_its_share_then_one_merged_segment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Scalar indexes: deltas up to ``MAX_SEGMENTS`` (3 here), then one segment. The full-text
-    index: its base and one delta that each step's 30 rows join (the base untouched: the rows
-    outside it grow by 30 a step), until they pass a quarter of the table (step 5: 150 of 535
-    rows), then one segment, then a delta again."""
-    monkeypatch.setattr(indexes, "MAX_SEGMENTS", 3)
-    monkeypatch.setattr(segments_module, "TEXT_DELTA_SHARE", 0.25)
+    """Each step's 30 rows join the delta (the base untouched: the rows outside it grow by 30 a
+    step) until they pass a quarter of the table (step 5: 150 of 535 rows), then one segment,
+    then a delta again; every index alike, in one commit a step."""
+    monkeypatch.setattr(segments_module, "DELTA_SHARE", 0.25)
     db = lancedb.connect(str(tmp_path))
     table = db.create_table("t", _rows(0, 400))
     merged = db.create_table("m", _rows(0, 400))  # the same publishes, each merged in at once
     assert set(ensure_indexes(table, NEVER_VECTOR).values()) == {"created"}
     ensure_indexes(merged, NEVER_VECTOR)
-    expected_scalar = [2, 3, 1, 2, 3, 1]
-    expected_text = [2, 2, 2, 2, 1, 2]
+    expected = [2, 2, 2, 2, 1, 2]
     outside_base = [30, 60, 90, 120, 0, 30]
-    steps = zip(expected_scalar, expected_text, outside_base, strict=True)
-    for step, (scalar, text, outside) in enumerate(steps, start=1):
+    for step, (segments, outside) in enumerate(zip(expected, outside_base, strict=True), start=1):
         _grow(table, step)
         _grow(merged, step)
+        version = table.version
         done = ensure_indexes(table, NEVER_VECTOR)
         assert set(done.values()) == {"updated"} and len(done) == 7
-        monkeypatch.setattr(indexes, "MAX_SEGMENTS", 1)  # every fold a merge into one segment
-        monkeypatch.setattr(segments_module, "TEXT_DELTA_SHARE", 0.0)
+        assert table.version == version + 1  # one fold, one commit
+        monkeypatch.setattr(segments_module, "DELTA_SHARE", 0.0)  # every fold a merge into one
         ensure_indexes(merged, NEVER_VECTOR)
-        monkeypatch.setattr(indexes, "MAX_SEGMENTS", 3)
-        monkeypatch.setattr(segments_module, "TEXT_DELTA_SHARE", 0.25)
-        got = _segments(table)
-        assert got.pop("embedding_text") == text, step
-        assert set(got.values()) == {scalar}, step
-        assert outside_largest(table, "embedding_text_idx") == outside, step
+        monkeypatch.setattr(segments_module, "DELTA_SHARE", 0.25)
+        assert set(_segments(table).values()) == {segments}, step
+        for index in table.list_indices():
+            assert outside_largest(table, index.name) == outside, (step, index.name)
         assert set(_segments(merged).values()) == {1}
         assert all(unindexed == 0 for _, unindexed in index_state(table).values())
         for query in ("zyzzyva", "lance quorum", f"row{1000 + 30 * step + 7}", "row4"):
@@ -102,31 +96,29 @@ def test_folds_are_deltas_until_the_cap_then_one_merged_segment(
         assert hits.num_rows == 4  # the scalar delta answers the prefilter for the new rows
 
 
-def test_an_index_over_the_cap_that_gains_no_rows_is_left_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(indexes, "MAX_SEGMENTS", 2)
+def test_an_index_with_a_delta_that_gains_no_rows_is_left_alone(tmp_path: Path) -> None:
     table = lancedb.connect(str(tmp_path)).create_table("t", _rows(0, 400))
     ensure_indexes(table, NEVER_VECTOR)
-    _grow(table, 1)
+    table.add(_rows(2000, 2010))
     ensure_indexes(table, NEVER_VECTOR)
+    assert set(_segments(table).values()) == {2}
     version = table.version
     assert ensure_indexes(table, NEVER_VECTOR) == {} and table.version == version
 
 
-def test_a_large_fold_merges_the_full_text_index_into_one(tmp_path: Path) -> None:
-    """Rows past ``TEXT_DELTA_SHARE`` of the table (30 new of 427, 7 %) merge into the base at
-    once, beside a lone base too; rows under it (20 new of 447 rows) become a delta."""
+def test_a_large_fold_merges_into_one(tmp_path: Path) -> None:
+    """Rows past ``DELTA_SHARE`` of the table (30 new of 427, 7 %) merge into the base at once,
+    beside a lone base too; rows under it (20 new of 447 rows) become a delta."""
     table = lancedb.connect(str(tmp_path)).create_table("t", _rows(0, 400))
     ensure_indexes(table, NEVER_VECTOR)
     _grow(table, 1)
     ensure_indexes(table, NEVER_VECTOR)
-    assert _segments(table)["embedding_text"] == 1
+    assert set(_segments(table).values()) == {1}
     assert outside_largest(table, "embedding_text_idx") == 0
     table.add(_rows(2000, 2020))
     ensure_indexes(table, NEVER_VECTOR)
-    assert _segments(table)["embedding_text"] == 2
-    assert outside_largest(table, "embedding_text_idx") == 20
+    assert set(_segments(table).values()) == {2}
+    assert outside_largest(table, "doc_id_idx") == 20
     assert all(unindexed == 0 for _, unindexed in index_state(table).values())
     assert [i for i, _ in _fts(table, "row2013")] == ["c2013"]
 
@@ -134,24 +126,23 @@ def test_a_large_fold_merges_the_full_text_index_into_one(tmp_path: Path) -> Non
 def test_maintenance_merges_the_deltas_and_search_answers_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three publishes leave every scalar index in 4 segments and the full-text index in 2 (its
-    base and the delta all three publishes' rows joined, under half the table); maintenance
-    merges them into one each, with the same full-text results and prefilter answers, nothing
-    unindexed."""
+    """Three publishes leave every text and scalar index in 2 segments (its base and the delta
+    all three publishes' rows joined, under half the table); maintenance merges them into one
+    each, with the same full-text results and prefilter answers, nothing unindexed."""
     from tessera.store.maintenance import maintain_table
 
-    monkeypatch.setattr(segments_module, "TEXT_DELTA_SHARE", 0.5)
+    monkeypatch.setattr(segments_module, "DELTA_SHARE", 0.5)
     table = lancedb.connect(str(tmp_path)).create_table("t", _rows(0, 400))
     ensure_indexes(table, NEVER_VECTOR)
     for step in (1, 2, 3):
         _grow(table, step)
         ensure_indexes(table, NEVER_VECTOR)
     before_segments = _segments(table)
-    assert before_segments.pop("embedding_text") == 2 and set(before_segments.values()) == {4}
+    assert set(before_segments.values()) == {2}
     queries = ("zyzzyva", "lance quorum", "row1037", "row4")
     before = {q: _fts(table, q) for q in queries}
     report = maintain_table(table, keep_versions=2, keep_run_tags=0)
-    assert report.segments_merged == {**before_segments, "embedding_text": 2}
+    assert report.segments_merged == before_segments
     assert set(_segments(table).values()) == {1}
     assert all(unindexed == 0 for _, unindexed in index_state(table).values())
     for q in queries:
