@@ -81,6 +81,38 @@ def test_the_recall_check_asks_questions_near_the_rows_not_the_rows_themselves(t
     assert vector_recall(Spy(), queries=8) == recall  # a fixed seed: the same questions each time
 
 
+def test_the_recall_check_draws_its_questions_from_rows_across_the_table(tmp_path: Path) -> None:
+    """Not the first rows written (one document's chunks, say): ``RECALL_QUESTIONS`` distinct
+    rows from the whole table, the same ones each time."""
+    table, _ = _table(tmp_path)
+    taken: list[list[int]] = []
+
+    class Dataset:
+        def __init__(self, ds: Any) -> None:
+            self.ds = ds
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.ds, name)
+
+        def take(self, positions: list[int], **kw: Any) -> Any:
+            taken.append(list(positions))
+            return self.ds.take(positions, **kw)
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(table, name)
+
+        def to_lance(self) -> Any:
+            return Dataset(table.to_lance())
+
+    assert vector_recall(Spy()) == 1.0  # no index: the "approximate" search is exact
+    (positions,) = taken
+    assert len(set(positions)) == indexes.RECALL_QUESTIONS
+    assert min(positions) < 100 and max(positions) > 500  # spread over the 600 rows
+    assert vector_recall(Spy()) == 1.0 and taken[1] == positions
+    assert vector_recall(Spy(), queries=1000) == 1.0 and len(taken[2]) == 600  # never past the table
+
+
 def test_a_built_index_still_passes_its_near_data_check(tmp_path: Path) -> None:
     table, _ = _table(tmp_path)
     done = ensure_indexes(table, vector_min_rows=500)
