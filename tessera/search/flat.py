@@ -112,24 +112,21 @@ class FlatSet:
 
     def holds(self, rowids: Any) -> npt.NDArray[np.bool_]:
         """Which of ``rowids`` are rows of the set."""
-        wanted = np.asarray(rowids, np.uint64)
-        ids = self.rows.column("_rowid").to_numpy()
-        if not len(ids):
-            return np.zeros(len(wanted), bool)
-        ordered = ids[self.by_rowid]
-        at = np.minimum(np.searchsorted(ordered, wanted), len(ids) - 1)
-        return np.asarray(ordered[at] == wanted, bool)
+        return self._locate(np.asarray(rowids, np.uint64))[1]
 
     def _positions(self, wanted: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:
+        at, found = self._locate(wanted)
+        if not found.all():
+            raise KeyError("row ids outside the mask's rows")
+        return at
+
+    def _locate(self, wanted: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+        """The position in ``rows`` of each of ``wanted`` (any, where absent), and which are there."""
         ids = self.rows.column("_rowid").to_numpy()
         if not len(ids):
-            if len(wanted):
-                raise KeyError("row ids outside the mask's rows")
-            return np.zeros(0, np.intp)
-        at = np.minimum(np.searchsorted(ids[self.by_rowid], wanted), len(ids) - 1)
-        if not np.array_equal(ids[self.by_rowid[at]], wanted):
-            raise KeyError("row ids outside the mask's rows")
-        return self.by_rowid[at]
+            return np.zeros(len(wanted), np.intp), np.zeros(len(wanted), bool)
+        at = self.by_rowid[np.minimum(np.searchsorted(ids[self.by_rowid], wanted), len(ids) - 1)]
+        return at, np.asarray(ids[at] == wanted, bool)
 
     def _rows(self, at: Any, columns: list[str], scores: dict[str, Any]) -> list[dict[str, Any]]:
         keep = [c for c in dict.fromkeys([*columns, "_rowid"]) if c not in scores]

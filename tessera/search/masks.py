@@ -69,7 +69,7 @@ def claims_of(ds: Any, scope: Scope) -> str:
     none = _NO_OWN_ROWS.get(key)
     if none is None:
         none = _NO_OWN_ROWS.put(key, int(ds.count_rows(filter=scope.reader_claim)) == 0)
-    return f"({scope.group_claim})" if none else scope.claims
+    return scope.group_claims if none else scope.claims
 
 
 def mask_for(ds: Any, claims: str) -> Allowed | None:

@@ -43,7 +43,13 @@ class Scope:
 
     @property
     def claims(self) -> str:
-        return f"({' OR '.join(c for c in (self.reader_claim, self.group_claim) if c)})"
+        return _any_of(self.reader_claim, self.group_claim)
+
+    @property
+    def group_claims(self) -> str:
+        """The group claim alone, as claims (what every user of these groups on no row's
+        ``readers`` is admitted to)."""
+        return _any_of(self.group_claim)
 
     def admits(self, row: dict[str, Any]) -> bool:
         start, end = row["effective_from_us"], row["effective_to_us"]
@@ -66,3 +72,7 @@ def scope_of(where: str) -> Scope | None:
     """The parts of a filter ``access_filter`` made (None for any other string)."""
     with _LOCK:
         return _SCOPES.get(where)
+
+
+def _any_of(*claims: str) -> str:
+    return f"({' OR '.join(c for c in claims if c)})"

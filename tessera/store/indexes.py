@@ -152,7 +152,7 @@ def ensure_indexes(
                 stale[current[0]] = (current[3], current[2])
                 done[column] = "updated"
         by_merge: dict[int, list[str]] = {}
-        for name, merge in fold_merges(table, stale, rows).items() if stale else ():
+        for name, merge in fold_merges(table, stale, rows).items():
             by_merge.setdefault(merge, []).append(name)
         for merge, group in sorted(by_merge.items()):  # one commit, unless the indexes differ
             _fold(table, sorted(group), num_indices_to_merge=merge)

@@ -119,7 +119,9 @@ def test_a_mask_ranked_below_the_unfiltered_list_gets_no_answer_and_search_stays
     assert _answer(ds, "w0", 5, held) == _expected(_allowlisted(ds, "w0", allowed), 5)
 
 
-def test_a_tie_across_the_lists_cut_gets_no_answer(corpus: tuple[Any, np.ndarray]) -> None:
+def test_a_tie_across_the_lists_cut_gets_no_answer(
+    corpus: tuple[Any, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The mask's top rows tie with the unfiltered list's last row: rows of the tie past the
     cut could rank in the top, so the list cannot decide it."""
     table, rowids = corpus
@@ -129,14 +131,10 @@ def test_a_tie_across_the_lists_cut_gets_no_answer(corpus: tuple[Any, np.ndarray
     # 30 of the 60 in the mask; the list is 1.5 * 20 / (30 / 600) = 600 deep: all of them
     assert _answer(ds, "w0", 20, held) == _expected(_allowlisted(ds, "w0", allowed), 20)
     assert len(_answer(ds, "w0", 20, held) or {}) == 30  # every tied row, for the cut by id
-    original = held_lexical.OVERFETCH
-    try:
-        held_lexical.OVERFETCH = 1.0  # 400 deep: still every w0 row; then past the ties
-        assert _answer(ds, "w0", 20, held) is not None
-        held_lexical.OVERFETCH = 0.04  # 16 deep: the list ends inside the tie
-        assert _answer(ds, "w0", 20, held) is None
-    finally:
-        held_lexical.OVERFETCH = original
+    monkeypatch.setattr(held_lexical, "OVERFETCH", 1.0)  # 400 deep: still every w0 row; then past the ties
+    assert _answer(ds, "w0", 20, held) is not None
+    monkeypatch.setattr(held_lexical, "OVERFETCH", 0.04)  # 16 deep: the list ends inside the tie
+    assert _answer(ds, "w0", 20, held) is None
 
 
 def test_a_small_mask_is_never_read_unfiltered(
