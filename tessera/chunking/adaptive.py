@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tessera.chunking import versions
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.headings import sections
 from tessera.chunking.recursive import TokenIndex
@@ -41,7 +42,7 @@ def long_context(ctx: ChunkContext) -> ChunkContext:
 
 class AdaptiveChunker(StructuralChunker):
     name = "adaptive"
-    version = "adaptive/2"  # 2: escaped line breaks (as structural/3)
+    version = versions.ADAPTIVE
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         idx = TokenIndex(parsed.text, ctx)

@@ -25,6 +25,7 @@ import bisect
 import re
 from dataclasses import replace
 
+from tessera.chunking import versions
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.code_context import FULL, LEVELS, NONE, SHORT, ContextRenderer, Frame
 from tessera.chunking.code_units import (
@@ -48,7 +49,7 @@ _SPACES = re.compile(r"\s{2,}")
 
 class CodeChunker:
     name = "code"
-    version = "code/1"
+    version = versions.CODE
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         run = _Run(doc, parsed, ctx)

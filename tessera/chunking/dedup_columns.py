@@ -115,6 +115,8 @@ class Columns:
 
     def band_keys(self) -> set[str]:
         """Every band key of the signed rows, as stored in ``dup_bands``."""
+        if not self.signed.any():  # nothing chunked (a no-op run): no NumPy set operations to load
+            return set()
         return set(band_keys(np.unique(self.bands[self.signed])))
 
 

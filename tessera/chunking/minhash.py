@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -41,12 +42,18 @@ class MinHasher:
     """Deterministic MinHash over lower-cased word shingles, with LSH band keys."""
 
     def __init__(self, shingle: int = 5, permutations: int = 64, threshold: float = 0.9) -> None:
-        rng = np.random.default_rng(_SEED)
         self.shingle, self.permutations, self.threshold = shingle, permutations, threshold
-        self._a = rng.integers(1, int(_PRIME), size=permutations, dtype=np.uint64)[:, None]
-        self._b = rng.integers(0, int(_PRIME), size=permutations, dtype=np.uint64)[:, None]
         self.rows = rows_per_band(permutations, threshold)
         self._salt = f"{shingle}:{permutations}:{self.rows}:".encode()
+
+    @cached_property
+    def _hashes(self) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """The permutations' ``a`` and ``b``, drawn when a text is first hashed (a run that
+        chunks nothing does not load NumPy's random generators)."""
+        rng = np.random.default_rng(_SEED)
+        a = rng.integers(1, int(_PRIME), size=self.permutations, dtype=np.uint64)[:, None]
+        b = rng.integers(0, int(_PRIME), size=self.permutations, dtype=np.uint64)[:, None]
+        return a, b
 
     @classmethod
     def of(cls, cfg: DedupConfig) -> MinHasher:
@@ -68,7 +75,8 @@ class MinHasher:
             dtype=np.uint64,
             count=len(grams),
         )
-        sig: Signature = ((self._a * (x % _PRIME)[None, :] + self._b) % _PRIME).min(axis=1)
+        a, b = self._hashes
+        sig: Signature = ((a * (x % _PRIME)[None, :] + b) % _PRIME).min(axis=1)
         return sig
 
     @property

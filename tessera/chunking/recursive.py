@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
+from tessera.chunking import versions
 from tessera.chunking.assemble import assemble
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.sentences import ESCAPED_BLANK_LINE, ESCAPED_BREAKS, sentence_spans
@@ -200,7 +201,7 @@ def recursive_spans(text: str, ctx: ChunkContext, refit: set[int] | None = None)
 
 class RecursiveChunker:
     name = "recursive"
-    version = "recursive/2"  # 2: escaped line breaks are paragraph and line separators
+    version = versions.RECURSIVE
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         refit: set[int] = set()

@@ -7,8 +7,10 @@ profile's strategy: prose windows would cut functions apart. Names are taken onc
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
+from tessera.chunking import versions
 from tessera.errors import ConfigError
 from tessera.registry import Registry, UnknownName, load_target
 
@@ -47,8 +49,17 @@ def available_chunkers() -> list[str]:
 
 
 def chunker_versions() -> dict[str, str]:
-    """Name -> algorithm version of every available chunker."""
-    return {name: factory().version for name, factory in CHUNKERS.items()}
+    """Name -> algorithm version of every available chunker. A built-in that is not imported
+    yet answers from :mod:`tessera.chunking.versions` (a plug-in cannot take its name), so a
+    run that chunks nothing imports no chunker; any other chunker is built and asked."""
+    return {name: _version(name, factory) for name, factory in CHUNKERS.items()}
+
+
+def _version(name: str, factory: ChunkerFactory) -> str:
+    declared = versions.BUILTIN.get(name)
+    if declared is not None and name in BUILTIN and BUILTIN[name].partition(":")[0] not in sys.modules:
+        return declared
+    return factory().version
 
 
 def get_chunker(name: str) -> Chunker:

@@ -28,6 +28,7 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
+from tessera.chunking import versions
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.headings import Section, sections
 from tessera.chunking.profile import SemanticConfig
@@ -89,7 +90,7 @@ class SemanticChunker:
     document's distances, so a short section is cut only where the document's topics shift."""
 
     name = "semantic"
-    version = "semantic/3"  # 3: sentences end at escaped line breaks
+    version = versions.SEMANTIC
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         if ctx.embed is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 
+from tessera.chunking import versions
 from tessera.chunking.assemble import Draft, assemble
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.headings import Section, sections
@@ -85,7 +86,7 @@ def _kind(block: Block | None) -> str:
 
 class StructuralChunker:
     name = "structural"
-    version = "structural/3"  # 2: sentence-aware pieces, inferred headings; 3: escaped line breaks
+    version = versions.STRUCTURAL
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         pieces: list[Piece] = []

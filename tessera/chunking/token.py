@@ -44,6 +44,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
+from tessera.chunking import versions
 from tessera.chunking.assemble import Draft, assemble
 from tessera.chunking.base import ChunkContext
 from tessera.chunking.headings import sections
@@ -215,7 +216,7 @@ def plain_drafts(
 
 class TokenChunker:
     name = "token"
-    version = "token/1"
+    version = versions.TOKEN
 
     def chunk(self, doc: SourceDocument, parsed: ParsedDocument, ctx: ChunkContext) -> list[Chunk]:
         windows = TokenWindows(parsed.text, ctx)

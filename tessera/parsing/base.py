@@ -7,6 +7,7 @@ limits (``tessera.parsing.sandbox``), because native parsers can crash, hang or 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -14,6 +15,7 @@ from typing import Protocol
 
 from tessera.errors import DocumentError
 from tessera.offsets import normalize_text_bytes
+from tessera.parsing import versions
 from tessera.registry import DuplicateRegistration, Registry, UnknownName, load_target, target_available
 from tessera.types import ParsedDocument, SourceDocument
 
@@ -143,8 +145,21 @@ def canonical_suffix(suffix: str) -> str | None:
     return _CANONICAL[EXTENSIONS.get(ext)] if ext in EXTENSIONS else None
 
 
+_HOOKED = frozenset({"text/html"})
+"""The built-ins that define ``slice_matches`` or ``source_encoding`` (markup in their ranges)."""
+
+
+def _loaded(content_type: str) -> bool:
+    """Whether a built-in parser's module is imported (asking it costs nothing more)."""
+    return _BUILTIN[content_type][0].partition(":")[0] in sys.modules
+
+
 def _hook(content_type: str | None, name: str) -> Callable[..., object] | None:
+    """A parser's own hook, or None. A built-in without hooks that is not imported yet is not
+    imported to learn that (the offset checks of a run that parsed nothing)."""
     if content_type is None:
+        return None
+    if content_type in _BUILTIN and content_type not in _HOOKED and not _loaded(content_type):
         return None
     try:
         hook: Callable[..., object] | None = getattr(get_parser(content_type), name, None)
@@ -171,6 +186,24 @@ def source_encoding(content_type: str | None, raw: bytes) -> str:
     return str(hook(raw)) if hook is not None else "utf-8"
 
 
+def installed_version(content_type: str) -> str | None:
+    """The version of the parser that would parse ``content_type``; None when none is installed.
+
+    A built-in that is not imported yet answers from :mod:`tessera.parsing.versions` (no
+    plug-in can take a built-in's content type), so asking does not import it; any other
+    parser is built (once per process, :func:`get_parser`) and asked."""
+    declared = versions.BUILTIN.get(content_type)
+    if declared is not None and content_type in _BUILTIN:
+        if content_type not in PARSERS:  # a built-in whose module is not installed
+            return None
+        if not _loaded(content_type):
+            return declared()
+    try:
+        return get_parser(content_type).version
+    except DocumentError:  # no parser installed: the parse step quarantines it
+        return None
+
+
 class ParserVersions:
     """The installed parser's version per content type, asked once each: a document parsed by
     another version of its parser is parsed again (exactly that parser's documents)."""
@@ -180,9 +213,6 @@ class ParserVersions:
 
     def changed(self, content_type: str, live_version: str) -> bool:
         if content_type not in self._versions:
-            try:
-                self._versions[content_type] = get_parser(content_type).version
-            except DocumentError:  # no parser installed: the parse step quarantines it
-                self._versions[content_type] = None
+            self._versions[content_type] = installed_version(content_type)
         current = self._versions[content_type]
         return bool(live_version) and current is not None and live_version != current

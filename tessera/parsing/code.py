@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from tessera.errors import DocumentError
 from tessera.offsets import normalize_text_bytes
+from tessera.parsing import versions
 from tessera.parsing.base import SandboxLimits
 from tessera.parsing.code_languages import PYTHON, CodeLanguage
 from tessera.parsing.code_walk import MAX_ERROR_LINES, Deadline, Walker, error_lines, parse_tree
@@ -69,7 +70,7 @@ class CodeParser:
     ) -> None:
         self.language = language
         self.name = f"{language.name}-tree-sitter"
-        self.version = f"{language.version}+tessera.1"
+        self.version = versions.code(language.grammar_dist)
         self.content_types = language.content_types
         self.timeout_s = timeout_s
         self.max_chars = max_chars
@@ -124,7 +125,7 @@ class PythonParser(CodeParser):
     """Python source (``.py``) with tree-sitter-python."""
 
     name = "python-tree-sitter"
-    version = f"{PYTHON.version}+tessera.1"
+    version = versions.code(PYTHON.grammar_dist)
     content_types: tuple[str, ...] = PYTHON.content_types
 
     def __init__(self, timeout_s: float = 20.0, max_chars: int = 20_000_000, max_line_chars: int = 500_000):

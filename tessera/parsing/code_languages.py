@@ -7,20 +7,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
 from pathlib import PurePosixPath
 
 import tree_sitter as ts
 
+from tessera.parsing import versions
 from tessera.registry import Registry
-
-
-def _version(dist: str) -> str:
-    try:
-        return dist_version(dist)
-    except PackageNotFoundError:  # pragma: no cover - an editable or vendored build
-        return "unknown"
 
 
 @dataclass(frozen=True)
@@ -60,7 +52,7 @@ class CodeLanguage:
 
     @property
     def version(self) -> str:
-        return f"tree-sitter/{_version('tree-sitter')}+{self.grammar_dist}/{_version(self.grammar_dist)}"
+        return versions.tree_sitter(self.grammar_dist)
 
 
 def node_text(node: ts.Node) -> str:

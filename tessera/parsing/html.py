@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from tessera.errors import DocumentError
 from tessera.offsets import OffsetMap
+from tessera.parsing import versions
 from tessera.parsing.budget import Deadline
 from tessera.parsing.html_boiler import DEFAULT_PARAMS, ContentParams
 from tessera.parsing.html_content import (
@@ -114,22 +115,7 @@ class _Page:
 
 class HtmlParser:
     name = "html"
-    version = "tessera-html/11"  # 2: a pipe inside a table cell is escaped; 3: trust report; 4: budgets
-    # (a table whose padded grid would pass MAX_TABLE_CELLS keeps each row's own cells); 5: thin
-    # extractions fall back to the visible text, whitespace-only lines dropped, boilerplate guards,
-    # runs of short blocks at the edges of the content dropped (``ContentParams.edge_run``); 6: a
-    # readability-style scored container (``html_score``, ``ContentParams.scored``); 7: UTF-8 over
-    # a stale legacy charset, CJK prose weight, single named widgets, outweighing asides, teaser
-    # feeds, a dominant scored container; 8: MathML is text, photo galleries, widgets named by
-    # id, teaser cards with paragraphs inside links after the article, short control labels; 9:
-    # datelines and bylines above an article's first paragraph are dropped (``html_lead``; a
-    # heading that repeats the page title too, with ``ContentParams.title_repeat``, off by
-    # default); a breadcrumb trail is pruned even when it reads as prose; 10: hidden ``modal``
-    # dialogs, widget words run together with a container noun (``jp-relatedposts``), ``cta``
-    # blocks, a block under a short heading that names a widget ("Related"), a short line of
-    # ``<time>`` marks that reads as prose above the first paragraph, and a ``<div>`` of inline
-    # prose beside the scored container joins it like a ``<p>``; 11: a list is never the scored
-    # container (a paper's reference list outscored its abstract), an author box is a widget
+    version = versions.HTML
     content_types: tuple[str, ...] = ("text/html",)
 
     def __init__(self, limits: HtmlLimits | None = None, params: ContentParams | None = None) -> None:

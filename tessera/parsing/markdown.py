@@ -33,6 +33,7 @@ from markdown_it.token import Token
 
 from tessera.errors import DocumentError
 from tessera.offsets import normalize_text_bytes
+from tessera.parsing import versions
 from tessera.parsing.budget import Deadline, ParseBudget, check_size
 from tessera.parsing.markdown_hidden import hidden_spans
 from tessera.parsing.validity import check_utf8
@@ -58,7 +59,7 @@ _KINDS = {
 
 class MarkdownParser:
     name = "markdown"
-    version = "markdown-it-py/4.3.0+tessera.2"  # 2: trust report (hidden spans)
+    version = versions.MARKDOWN
     content_types: tuple[str, ...] = ("text/markdown",)
 
     def __init__(self, budget: ParseBudget | None = None) -> None:

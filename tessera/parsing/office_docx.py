@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from tessera.errors import DocumentError
+from tessera.parsing import versions
 from tessera.parsing.base import SandboxLimits
 from tessera.parsing.office_text import Emitter, Piece, finish, plain
 from tessera.parsing.office_zip import Package
@@ -144,7 +145,7 @@ class _Styles:
 
 class DocxParser:
     name = "docx"
-    version = "tessera-docx/1"
+    version = versions.DOCX
     content_types: tuple[str, ...] = (
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     )

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tessera.errors import DocumentError
+from tessera.parsing import versions
 from tessera.parsing.base import SandboxLimits
 from tessera.parsing.office_text import Emitter, Piece, finish, plain
 from tessera.parsing.office_zip import REL, Package
@@ -86,7 +87,7 @@ def _paragraphs(shape: Any, cell: str) -> list[Any]:
 
 class PptxParser:
     name = "pptx"
-    version = "tessera-pptx/1"
+    version = versions.PPTX
     content_types: tuple[str, ...] = (
         "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     )

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 from tessera.errors import DocumentError
+from tessera.parsing import versions
 from tessera.parsing.base import SandboxLimits
 from tessera.parsing.office_text import Emitter, Piece, finish
 from tessera.parsing.office_xlsx_read import Book, Sheet, column_letters, open_book, rows
@@ -32,7 +33,7 @@ WORKBOOK_SHEET = "sheet{}"
 
 class XlsxParser:
     name = "xlsx"
-    version = "tessera-xlsx/1"
+    version = versions.XLSX
     content_types: tuple[str, ...] = ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",)
     sandbox = SandboxLimits(wall_seconds=120, memory_mb=2048)
 

@@ -24,13 +24,13 @@ text that the page's runs cover (they are contiguous, pages in order).
 from __future__ import annotations
 
 import gc
-import importlib.metadata
 import re
 import time
 
 from tessera.errors import DocumentError
 from tessera.layout import PageLayout
 from tessera.offsets import OffsetMapBuilder
+from tessera.parsing import versions
 from tessera.parsing.base import SandboxLimits
 from tessera.parsing.pdf_emit import assemble
 from tessera.parsing.pdf_extract import (
@@ -53,9 +53,7 @@ MAX_MUPDF_WARNINGS = 10
 
 class PdfParser:
     name = "pdf"
-    version = f"pymupdf-{importlib.metadata.version('pymupdf')}+tessera.3"  # = pymupdf.VersionBind
-    """2: trust report (hidden spans dropped); 3: OCR decided by image area, tables validated
-    (prose rows kept out), banded rows split, cell lines kept, empty pages reported."""
+    version = versions.pdf()
     content_types: tuple[str, ...] = ("application/pdf",)
     sandbox = SandboxLimits(wall_seconds=60, memory_mb=2048)
 
