@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, fields
-from datetime import datetime
+from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -15,6 +16,8 @@ from tessera.types import Block, Chunk, PageSpan, ParsedDocument, PartSpan, Sour
 
 _DATES = ("effective_from", "effective_to", "modified_at")
 _DOC_FIELDS = fields(SourceDocument)
+_DOC_NAMES = tuple(f.name for f in _DOC_FIELDS)
+_doc_values = attrgetter(*_DOC_NAMES)
 
 
 def doc_to_json(doc: SourceDocument) -> dict[str, Any]:
@@ -31,15 +34,18 @@ def doc_json_text(doc: SourceDocument) -> str:
     writes a datetime as ``isoformat`` does but truncates a UTC offset with seconds, and it
     refuses lone surrogates and integers past 64 bits; such documents take ``json``. On a
     10,000-document listing: 25 ms, against 100 ms for the dict and ``json``'s encoder."""
-    if all(_whole_minutes(getattr(doc, k)) for k in _DATES):
+    whole = _whole_minutes
+    if whole(doc.effective_from) and whole(doc.effective_to) and whole(doc.modified_at):
         try:
-            return orjson.dumps({f.name: getattr(doc, f.name) for f in _DOC_FIELDS}).decode()
+            return orjson.dumps(dict(zip(_DOC_NAMES, _doc_values(doc), strict=True))).decode()
         except orjson.JSONEncodeError:
             pass  # the json module's text (or its error) below
     return json.dumps(doc_to_json(doc), ensure_ascii=False, separators=(",", ":"))
 
 
 def _whole_minutes(value: datetime) -> bool:
+    if value.tzinfo is UTC:  # most dates: no offset to ask for
+        return True
     offset = value.utcoffset()
     return offset is None or (offset.seconds % 60 == 0 and offset.microseconds == 0)
 

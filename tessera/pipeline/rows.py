@@ -81,7 +81,7 @@ class StagedRows:
                 sampled += len(sample)
         # an id in c batches is c - 1 repeats (repeats inside one batch are check_rows' to find)
         each = np.concatenate(prefixes) if prefixes else np.empty(0, np.uint64)
-        repeated = len(each) - len(np.unique(each))
+        repeated = len(each) - len(np.unique(each)) if len(each) else 0  # none staged: numpy.ma unloaded
         if repeated:
             problems.append(f"{repeated} chunk ids staged in more than one batch")
         if counts:

@@ -91,10 +91,13 @@ def document_at(
     effective: tuple[datetime, datetime],
     modified_at: datetime,
     acl_source: str = "",
+    content_type: str | None = None,
 ) -> SourceDocument:
     """A listed document whose revision (the sha256 of its bytes) and size are already known,
-    from a revision cache (:mod:`tessera.sources.revision_cache`) or a read."""
-    content_type = parser_for_path(doc_id)
+    from a revision cache (:mod:`tessera.sources.revision_cache`) or a read. ``content_type``:
+    ``parser_for_path(doc_id)``, when the connector has it already (it selected the file by it)."""
+    if content_type is None:
+        content_type = parser_for_path(doc_id)
     if content_type is None:
         raise SourceError(f"{doc_id!r} has no parser; connectors list only supported files")
     return SourceDocument(

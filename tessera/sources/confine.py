@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -59,21 +59,22 @@ class WalkResult:
     """Each file's ``lstat`` as the walk saw it (``dir_fd``-relative, links not followed)."""
 
 
+_REFUSED_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Every character of categories Cc, Zl and Zp, which Unicode fixes for good (its stability
+policy: no new Cc characters, U+2028 and U+2029 the only Zl and Zp); one search per name, not a
+category lookup per character (a tenth of a 10,000-file listing's walk)."""
+
+
 def name_refusal(name: str) -> str | None:
     """``control_char_name`` when ``name`` holds a control character (category Cc: C0, DEL,
     C1) or a line or paragraph separator (Zl, Zp), else None. Other sources can use it too."""
-    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in name):
-        return "control_char_name"
-    return None
+    return "control_char_name" if _REFUSED_CHARS.search(name) is not None else None
 
 
 def printable(name: str) -> str:
     """``name`` with its control characters and separators escaped (``\\n``, ``\\x1f``,
     ``\\u2028``): safe in one log line or report cell."""
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch
-        for ch in name
-    )
+    return _REFUSED_CHARS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), name)
 
 
 def check_root(root: Path) -> None:
