@@ -12,7 +12,11 @@ artifacts themselves, so no document body travels through the parent.
 
 As with any ``spawn`` or ``forkserver`` pool, workers import the main module: a script that
 runs a tenant itself needs the ``if __name__ == "__main__":`` guard (the CLI, Dagster and
-notebooks need nothing).
+notebooks need nothing), and every worker pays for the main module's imports before its first
+task. The ``tessera`` command's entry point is therefore :mod:`tessera.__main__`, which imports
+the CLI only when it runs (with ``tessera.cli:main`` each worker imported the whole CLI:
++72 MB a worker, and the parse step of 2,000 documents 3.2-3.5 s instead of 2.0-2.4 s). A
+Dagster step's main module is Dagster's command (about 1 s of imports a worker).
 
 A step falls back to ``inline`` for fewer than ``execution.min_documents`` documents, where a
 worker start costs more than it saves. Results always come back in input order, so every
