@@ -61,3 +61,28 @@ def test_the_command_runs_the_cli(tmp_path: Path) -> None:
         assert shown.returncode == 0 and "usage:" in shown.stdout and " run" in shown.stdout
         failed = subprocess.run([*cmd, "--config", missing, "status"], capture_output=True, text=True)
         assert failed.returncode != 0 and "absent.yaml" in failed.stderr and "Traceback" not in failed.stderr
+
+
+_POOL_MAIN = """
+if __name__ == "__main__":
+    import sys
+    from functools import partial
+    from tessera.pipeline.executors import ProcessExecutor
+    probe = partial(eval, "[m for m in ('lancedb', 'tessera.cli') if m in __import__('sys').modules]")
+    seen = list(ProcessExecutor(2).map(probe, [None, None]))
+    print(sorted({m for found in seen for m in found}) or "-")
+"""
+
+
+def test_the_process_executors_workers_under_the_command_import_no_cli(tmp_path: Path) -> None:
+    """The real pool: a main module with the console script's top lines starts the process
+    executor, and its workers report what they imported. With the old top line they hold the
+    CLI and LanceDB; with the new one neither."""
+    for top, expected in (
+        ("from tessera.__main__ import main", "-"),
+        ("from tessera.cli import main", "['lancedb', 'tessera.cli']"),
+    ):
+        script = tmp_path / f"main-{len(top)}.py"
+        script.write_text(f"import re\nimport sys\n{top}\n{_POOL_MAIN}", encoding="utf-8")
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == expected, out.stderr
