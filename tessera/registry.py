@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
@@ -44,6 +45,11 @@ def load_target(target: str) -> object:
 
 def target_available(target: str) -> bool:
     return importlib.util.find_spec(target.partition(":")[0]) is not None
+
+
+def target_loaded(target: str) -> bool:
+    """Whether the module of ``"module:attribute"`` is imported already (asking it costs no import)."""
+    return target.partition(":")[0] in sys.modules
 
 
 class Registry(Generic[T]):

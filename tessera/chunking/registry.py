@@ -7,12 +7,11 @@ profile's strategy: prose windows would cut functions apart. Names are taken onc
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from tessera.chunking import versions
 from tessera.errors import ConfigError
-from tessera.registry import Registry, UnknownName, load_target
+from tessera.registry import Registry, UnknownName, load_target, target_loaded
 
 if TYPE_CHECKING:
     from tessera.chunking.base import Chunker, ChunkerFactory
@@ -57,7 +56,7 @@ def chunker_versions() -> dict[str, str]:
 
 def _version(name: str, factory: ChunkerFactory) -> str:
     declared = versions.BUILTIN.get(name)
-    if declared is not None and name in BUILTIN and BUILTIN[name].partition(":")[0] not in sys.modules:
+    if declared is not None and name in BUILTIN and not target_loaded(BUILTIN[name]):
         return declared
     return factory().version
 

@@ -7,7 +7,6 @@ limits (``tessera.parsing.sandbox``), because native parsers can crash, hang or 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -16,7 +15,14 @@ from typing import Protocol
 from tessera.errors import DocumentError
 from tessera.offsets import normalize_text_bytes
 from tessera.parsing import versions
-from tessera.registry import DuplicateRegistration, Registry, UnknownName, load_target, target_available
+from tessera.registry import (
+    DuplicateRegistration,
+    Registry,
+    UnknownName,
+    load_target,
+    target_available,
+    target_loaded,
+)
 from tessera.types import ParsedDocument, SourceDocument
 
 
@@ -151,7 +157,7 @@ _HOOKED = frozenset({"text/html"})
 
 def _loaded(content_type: str) -> bool:
     """Whether a built-in parser's module is imported (asking it costs nothing more)."""
-    return _BUILTIN[content_type][0].partition(":")[0] in sys.modules
+    return target_loaded(_BUILTIN[content_type][0])
 
 
 def _hook(content_type: str | None, name: str) -> Callable[..., object] | None:
