@@ -28,10 +28,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import tempfile
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 from typing import Any, Protocol, TypeVar
@@ -165,7 +167,20 @@ def executor_for(cfg: ExecutionConfig, documents: int) -> Executor:
     raise ConfigError("execution.executor", f"unknown executor {cfg.executor!r}")
 
 
-def _ready() -> int:
+READY_HOLD_S = 10.0
+"""How long a warming task waits for its gate before it returns anyway."""
+
+
+def _ready(gate: str) -> int:
+    """A warming task: it holds its worker until every warming task has been submitted.
+
+    ``ProcessPoolExecutor`` starts a process on a submit only while no worker is idle, so a
+    task that returned at once could free its worker before the next submit, and the pool
+    would start fewer workers than asked (seen in CI: two of three). The gate is a file the
+    submitting thread creates after its last submit."""
+    deadline = time.monotonic() + READY_HOLD_S
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.002)
     return os.getpid()
 
 
@@ -182,11 +197,16 @@ def warm(cfg: ExecutionConfig, documents: int) -> None:
 
 
 def _submit_ready(pool: ProcessPoolExecutor, workers: int) -> None:
-    try:
-        for _ in range(workers):
-            pool.submit(_ready)
-    except (BrokenProcessPool, RuntimeError) as e:  # the step's own submit meets it again and raises
-        log.warning("worker pool did not start ahead of the parse step: %s", e)
+    with tempfile.TemporaryDirectory(prefix="tessera-warm-") as folder:
+        gate = os.path.join(folder, "go")
+        try:
+            try:
+                futures = [pool.submit(_ready, gate) for _ in range(workers)]
+            finally:
+                open(gate, "x").close()  # an empty file is the whole signal
+            wait(futures)  # the folder goes once no task looks at it
+        except (BrokenProcessPool, RuntimeError) as e:  # the step's own submit meets it again
+            log.warning("worker pool did not start ahead of the parse step: %s", e)
 
 
 def batches(items: Sequence[A], size: int) -> list[list[A]]:

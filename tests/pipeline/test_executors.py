@@ -125,6 +125,7 @@ def test_warm_starts_the_pool_a_process_step_will_use_and_nothing_else() -> None
     """The listing warms the pool once it knows how many documents will be parsed, so the
     workers start while it writes; a step that will run inline starts nothing."""
     import time
+    from concurrent.futures import wait
 
     from tessera.pipeline import executors
 
@@ -138,12 +139,26 @@ def test_warm_starts_the_pool_a_process_step_will_use_and_nothing_else() -> None
         for quiet, n in ((cfg, 9), (cfg, 4), (inline, 10**6)):  # below min_documents, one batch, inline
             executors.warm(quiet, n)
             assert workers not in executors._POOLS, (quiet, n)
+        pool = executors._pool(workers)
+        submit = pool.submit
+
+        def slow_submit(fn: Any, *args: Any) -> Any:
+            """A busy machine: each warming submit lags until its task could have returned
+            and freed its worker, so a pool starts a process on a submit only if the
+            warming tasks hold their workers (CI started two of three)."""
+            f = submit(fn, *args)
+            wait([f], timeout=1.5)
+            time.sleep(0.2)  # the pool counts a worker idle just after its result is set
+            return f
+
+        pool.submit = slow_submit  # type: ignore[method-assign]
         executors.warm(cfg, 10)
-        pool = executors._POOLS[workers]
+        assert executors._POOLS[workers] is pool
         deadline = time.monotonic() + 60
         while len(pool._processes or {}) < workers:  # started in the background, not waited for
-            assert time.monotonic() < deadline, "the warmed pool never started its workers"
+            assert time.monotonic() < deadline, f"the warmed pool started {len(pool._processes)}"
             time.sleep(0.05)
+        del pool.submit
         started = set(pool._processes)
         pids = set(ProcessExecutor(workers).map(_pid, list(range(12))))
         assert pids <= started and os.getpid() not in pids  # the step ran on the warmed workers
@@ -151,3 +166,27 @@ def test_warm_starts_the_pool_a_process_step_will_use_and_nothing_else() -> None
         pool = executors._POOLS.pop(workers, None)
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def test_a_warming_task_waits_for_its_gate_and_not_forever(tmp_path: Any) -> None:
+    import threading
+    import time
+
+    from tessera.pipeline import executors
+
+    gate = str(tmp_path / "go")
+    got: list[int] = []
+    t = threading.Thread(target=lambda: got.append(executors._ready(gate)))
+    t.start()
+    time.sleep(0.3)
+    assert not got  # held while the gate is shut
+    open(gate, "x").close()
+    t.join(timeout=5)
+    assert got == [os.getpid()]
+    executors.READY_HOLD_S, hold = 0.2, executors.READY_HOLD_S
+    try:  # a gate that never opens (the submitting thread died) holds a worker a bounded time
+        t0 = time.monotonic()
+        assert executors._ready(str(tmp_path / "never")) == os.getpid()
+        assert time.monotonic() - t0 < 2
+    finally:
+        executors.READY_HOLD_S = hold
