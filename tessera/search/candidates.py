@@ -16,6 +16,7 @@ query cost less than the shallow one plus the deep one it led to.
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -227,7 +228,7 @@ def _tied(rows: list[dict[str, Any]], n: int) -> bool:
 def both(first: Callable[[], T], second: Callable[[], U]) -> tuple[T, U]:
     """Run two candidate queries at once (``second`` on a worker thread); LanceDB releases
     the GIL while it searches. A failure of either is raised, never dropped."""
-    later: Future[U] = _pool().submit(second)
+    later: Future[U] = _pool().submit(contextvars.copy_context().run, second)  # the same search
     try:
         a = first()
     except BaseException:

@@ -23,6 +23,7 @@ from tessera.errors import InvalidArgument
 from tessera.search import candidates
 from tessera.search.collapse import MAX_CANDIDATES, collapse, copy_ids, with_all_copies
 from tessera.search.dataset import dataset, pin
+from tessera.search.masks import one_search
 from tessera.search.options import SearchOptions, row_columns
 from tessera.search.rows import full_rows
 from tessera.search.shared import copies_possible
@@ -108,6 +109,7 @@ def _lancedb_hybrid(
     return rows
 
 
+@one_search()  # its two candidate queries sight a claims' mask once
 def retrieve(
     table: Any,
     embedder: Embedder | None,
@@ -151,6 +153,7 @@ def _ranked(
     return rrf([dense, lexical], opts.k, (1.0, fusion.lexical_weight), fusion.rrf_k)
 
 
+@one_search()
 def ranked_rows(
     table: Any,
     embedder: Embedder | None,

@@ -149,3 +149,81 @@ def test_a_table_built_again_to_the_same_version_never_uses_the_old_mask(tmp_pat
     assert dataset(pin(new)).version == version  # the same version number, another commit
     for _ in range(2):
         assert candidates.dense(new, vectors[0].tolist(), where, 1) == []
+
+
+def test_one_hybrid_search_sights_a_mask_once_and_the_next_search_uses_it(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hybrid search's dense and BM25 queries (the BM25 one on a worker thread) are one
+    sighting: the first search of new claims runs both under SQL and builds nothing; the
+    second builds the mask once and both its queries use it; the ranking is the same."""
+    from tessera.search import masks
+    from tessera.search.options import SearchOptions
+    from tessera.search.retrieval import ranked_rows
+
+    built: list[str] = []
+    used: list[str] = []
+    build_mask, args = masks._build, masks.scan_args
+    monkeypatch.setattr(
+        masks, "_build", lambda ds, key, claims: built.append(claims) or build_mask(ds, key, claims)
+    )
+    monkeypatch.setattr(candidates, "scan_args", lambda r: used.append(type(r).__name__) or args(r))
+    dave = Principal("acme", "dave", ("legal", "one-search"))  # claims no other test sights
+    opts = SearchOptions(k=3, mode="hybrid")
+    vector = _vector(table, f"{1:064x}")
+    got = []
+    for expect_built, expect_used in (
+        (0, ["str", "str"]),
+        (1, ["Allowed", "Allowed"]),
+        (1, ["Allowed", "Allowed"]),
+    ):
+        used.clear()
+        rows = ranked_rows(table, None, "passage about topic1", _where(dave), opts, vector)
+        got.append([r["id"] for r in rows])
+        assert (len(built), sorted(used)) == (expect_built, expect_used)
+    assert got[0] == got[1] == got[2] and got[0]
+    assert all(set(r["groups"]) & {"legal"} for r in rows)  # what the claims admit, nothing else
+    outside = "(array_has_any(groups, ['staff', 'outside-a-search']))"
+    ds = dataset(pin(table))
+    assert mask_for(ds, outside) is None and mask_for(ds, outside) is not None  # a query each
+
+
+def test_threads_asking_for_one_mask_build_it_once_and_a_failed_build_is_not_shared(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    from tessera.search import masks
+
+    ds = dataset(pin(table))
+    build_mask, calls = masks._build, []
+
+    def slow(ds: Any, key: Any, claims: str) -> Any:
+        calls.append(claims)
+        time.sleep(0.2)  # every other thread asks meanwhile
+        if claims.endswith("'fails-once'])") and len(calls) == 1:
+            raise OSError("read failed")
+        return build_mask(ds, key, claims)
+
+    monkeypatch.setattr(masks, "_build", slow)
+
+    def ask(claims: str, out: list[Any]) -> None:
+        try:
+            out.append(claims_mask(ds, claims))
+        except OSError as e:
+            out.append(e)
+
+    for claims, builds in (("array_has_any(groups, ['staff', 'eight-at-once'])", 1),
+                           ("array_has_any(groups, ['staff', 'fails-once'])", 2)):  # fmt: skip
+        calls.clear()
+        got: list[Any] = []
+        threads = [threading.Thread(target=ask, args=(claims, got)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        masks_got = [g for g in got if not isinstance(g, OSError)]
+        assert len(calls) == builds and len(got) == 8
+        assert len(masks_got) == 8 - (builds - 1)  # the failed builder's caller sees its error
+        assert all(m is masks_got[0] for m in masks_got) and masks_got[0].rows > 0
