@@ -14,8 +14,9 @@ key; its next search builds the mask (``mask_for``). One-off principals pay noth
 is what runs inside :func:`one_search` (``tessera.search.retrieval`` wraps each): the dense and
 BM25 queries of one hybrid search are one sighting, not two. They used to be two, so the
 second of them built the mask during the first search (4 ms on a worker thread beside the
-dense query; 100k chunks, 60 principals of groups no one searched: p50 34.0 -> 29.8 ms with no
-mask built in their first search). Outside a search every candidate query is a sighting.
+dense query; 100k chunks, 60 principals of groups no one searched, three alternated pairs of
+processes: p50 33.8 / 34.6 / 33.1 -> 28.6 / 31.3 / 32.6 ms). Outside a search every candidate
+query is a sighting.
 
 Principals of the same groups share masks (and the rows ``tessera.search.flat`` holds): a
 principal's claims are its user on ``readers`` OR its groups on ``groups``, and when the user
