@@ -18,6 +18,7 @@ _DATES = ("effective_from", "effective_to", "modified_at")
 _DOC_FIELDS = fields(SourceDocument)
 _DOC_NAMES = tuple(f.name for f in _DOC_FIELDS)
 _doc_values = attrgetter(*_DOC_NAMES)
+_doc_dates = attrgetter(*_DATES)
 
 
 def doc_to_json(doc: SourceDocument) -> dict[str, Any]:
@@ -34,8 +35,8 @@ def doc_json_text(doc: SourceDocument) -> str:
     writes a datetime as ``isoformat`` does but truncates a UTC offset with seconds, and it
     refuses lone surrogates and integers past 64 bits; such documents take ``json``. On a
     10,000-document listing: 25 ms, against 100 ms for the dict and ``json``'s encoder."""
-    whole = _whole_minutes
-    if whole(doc.effective_from) and whole(doc.effective_to) and whole(doc.modified_at):
+    whole, (start, end, modified) = _whole_minutes, _doc_dates(doc)
+    if whole(start) and whole(end) and whole(modified):
         try:
             return orjson.dumps(dict(zip(_DOC_NAMES, _doc_values(doc), strict=True))).decode()
         except orjson.JSONEncodeError:
