@@ -14,6 +14,10 @@ measured in the same run on a sample of the same chunk texts (``--model-texts``)
 The serial steps (listing, embed, publish) bound the speed-up (Amdahl): fixed costs in them
 (the worker pool's start, imports) weigh less in a larger run, so the ratio depends on the size.
 
+With 2 workers, each repeat also starts two inline runs at once (``host_ceiling_2_processes``):
+what this machine gives two processes doing the same work together, the ceiling of a 2-worker
+run here (on a VM two busy processes can each run slower than one alone).
+
 Targets (issue 17): a 2-worker run >= 1.7x a 1-worker run on 2 cores; pipeline throughput
 without the model >= 10x the model's CPU embedding rate.
 """
@@ -127,15 +131,59 @@ def model_rate(root: Path, texts: int) -> dict[str, Any]:
 
 
 def _run(root: Path, execution: dict[str, Any]) -> dict[str, Any]:
-    _configure(root, execution)
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.parallel_scaling", "--phase", "--root", str(root)],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
-    )
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return _runs([root], execution)[0]
+
+
+def _runs(roots: list[Path], execution: dict[str, Any]) -> list[dict[str, Any]]:
+    """One run per root, all at once, each in its own process."""
+    for root in roots:
+        _configure(root, execution)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.parallel_scaling", "--phase", "--root", str(root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        )
+        for root in roots
+    ]
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate()
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, proc.args, stdout, stderr)
+        out.append(dict(json.loads(stdout.strip().splitlines()[-1])))
+    return out
+
+
+def host_ceiling(alone: list[dict[str, Any]], pairs: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """What this machine gives two processes doing the pipeline's inline work at once, against
+    one alone, per repeat: ``2 * alone / together``, where together is the slower of two inline
+    runs started at once beside the inline run of that repeat. ``parse_chunk`` (single-threaded
+    Python either way, and split evenly, nothing to coordinate) is the most the 2-worker run's
+    parse + chunk could reach here; ``total`` also pairs the steps whose libraries use both
+    cores alone (Lance's writes and index builds), so it understates what they could reach."""
+
+    Of = Callable[[dict[str, Any]], float]
+
+    def ratio(one: dict[str, Any], pair: list[dict[str, Any]], of: Of) -> float:
+        return round(2 * of(one) / max(of(r) for r in pair), 2)
+
+    def parse_chunk(r: dict[str, Any]) -> float:
+        return float(r["seconds"]["parse"] + r["seconds"]["chunk"])
+
+    def total(r: dict[str, Any]) -> float:
+        return float(r["total"])
+
+    out: dict[str, Any] = {}
+    measures: tuple[tuple[str, Of], ...] = (("parse_chunk", parse_chunk), ("total", total))
+    for name, of in measures:
+        per = [ratio(one, pair, of) for one, pair in zip(alone, pairs, strict=True)]
+        out[name] = round(statistics.median(per), 2)
+        out[f"{name}_per_repeat"] = per
+    out["pair_totals"] = [[r["total"] for r in pair] for pair in pairs]
+    return out
 
 
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -174,12 +222,19 @@ def main() -> int:
     if args.ray:
         plans[f"ray_{args.workers}"] = {"executor": "ray", "workers": args.workers, "min_documents": 0}
     every: dict[str, list[dict[str, Any]]] = {label: [] for label in plans}
+    pairs: list[list[dict[str, Any]]] = []
     for rep in range(args.repeats):  # executors alternated, so a slower stretch of a shared
         for label, execution in plans.items():  # machine hits each of them alike
             root = base / f"{label}-{rep}"
             make_project(root, args.docs)
             every[label].append(_run(root, execution))
             print(label, rep, every[label][-1], flush=True)
+        if args.workers == 2:  # the machine's own ceiling: two inline runs at once
+            roots = [base / f"pair-{rep}-{i}" for i in range(2)]
+            for root in roots:
+                make_project(root, args.docs)
+            pairs.append(_runs(roots, plans["inline"]))
+            print("inline pair", rep, [r["total"] for r in pairs[-1]], flush=True)
     runs = {label: _median_run(rs) for label, rs in every.items()}
     one = runs["inline"]
     speedups = {
@@ -205,6 +260,7 @@ def main() -> int:
         "repeats": args.repeats,
         "runs": runs,  # per executor: median seconds of each step and of the run over the repeats
         "speedup_vs_1_worker": speedups,
+        **({"host_ceiling_2_processes": host_ceiling(every["inline"], pairs)} if pairs else {}),
         "model_cpu": model,
         "pipeline_vs_model": round(best / model["texts_per_second"], 2),
         # every run of every executor published the same rows (CONTENT columns)
@@ -217,6 +273,7 @@ def main() -> int:
         json.dumps(
             {
                 "speedups": speedups,
+                "host_ceiling": result.get("host_ceiling_2_processes"),
                 "pipeline_vs_model": result["pipeline_vs_model"],
                 "identical_tables": result["identical_tables"],
             }
