@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tessera.search import candidates, flat, masks
 from tessera.search.collapse import copy_ids
@@ -225,3 +228,44 @@ def test_sets_stay_within_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyP
     scopes = [scope_of(_where(p)) for p in PRINCIPALS]
     held = [flat.remembered(ds, masks.claims_of(ds, s)) for s in scopes if s is not None]
     assert held[-1] is not None and sum(1 for h in held if h is not None) < len(PRINCIPALS)
+
+
+def test_where_in_finds_every_row_of_the_values_once_in_row_id_order(tmp_path: Path) -> None:
+    """From the column's value index: the same rows as testing every held row, in row-id order,
+    each once however often its value is asked, none for values the set lacks."""
+    chunks = pin(_mixed(tmp_path))
+    where = _where()
+    candidates.dense(chunks, [1.0] * DIM, where, 3)  # reads the set
+    scope = scope_of(where)
+    assert scope is not None
+    held = flat.remembered(dataset(chunks), masks.claims_of(dataset(chunks), scope))
+    assert held is not None
+    column = held.rows.column("dup_group").to_pylist()
+    rowids = held.rows.column("_rowid").to_pylist()
+    shared = sorted({g for g in column if column.count(g) > 1})
+    assert shared, "the fixture has copies in the held set"
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        asked = [*rng.choice(shared, 3), *rng.choice(column, 2), "no such group", shared[0]]
+        got = held.where_in("dup_group", asked, ["id", "dup_group"])
+        want = sorted((r, i) for i, (g, r) in enumerate(zip(column, rowids, strict=True)) if g in asked)
+        assert [r["_rowid"] for r in got] == [r for r, _ in want]
+        assert [r["id"] for r in got] == [held.rows.column("id")[i].as_py() for _, i in want]
+    assert held.where_in("dup_group", ["no such group"], ["id"]) == []
+    assert held.where_in("dup_group", [], ["id"]) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.one_of(st.none(), st.sampled_from("abcdef")), max_size=12), max_size=4),
+    st.sets(st.sampled_from("abcdefgh")),
+)
+def test_a_value_index_holds_each_row_under_its_value_and_nulls_under_none(
+    chunks: list[list[str | None]], asked: set[str]
+) -> None:
+    values = [v for chunk in chunks for v in chunk]
+    index = flat.ValueIndex.of(pa.chunked_array(chunks, pa.string()))
+    assert sorted(index.positions(asked).tolist()) == [i for i, v in enumerate(values) if v in asked]
+    assert sorted(index.order.tolist()[sum(1 for v in values if v is None) :]) == sorted(
+        i for i, v in enumerate(values) if v is not None
+    )
