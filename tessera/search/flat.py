@@ -139,7 +139,7 @@ class FlatSet:
 
     def _rows(self, at: Any, columns: list[str], scores: dict[str, Any]) -> list[dict[str, Any]]:
         keep = [c for c in dict.fromkeys([*columns, "_rowid"]) if c not in scores]
-        picked: list[dict[str, Any]] = self.rows.take(pa.array(at, pa.int64())).select(keep).to_pylist()
+        picked: list[dict[str, Any]] = self.rows.select(keep).take(pa.array(at, pa.int64())).to_pylist()
         for name, values in scores.items():
             for row, score in zip(picked, np.asarray(values).tolist(), strict=True):
                 row[name] = float(score)
