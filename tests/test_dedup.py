@@ -25,6 +25,7 @@ from tessera.chunking.dedup import (
     sketch,
     text_checksum,
 )
+from tessera.chunking.identity import MIN_DEDUP_WORDS, dedup_key
 from tessera.chunking.profile import DedupConfig
 from tessera.search import SearchHit, SearchOptions, principal_from_config, search
 from tessera.search.collapse import collapse
@@ -446,3 +447,12 @@ def test_spilled_columns_give_the_outcomes_of_entries(tmp_path: Any) -> None:
         assert rep.outcome(i) == (o.group, o.near_duplicate, o.bands)
     assert rep.outcome(len(texts) - 2)[:2] == ("g-live", True)  # near the live row: its group
     assert not SketchColumns(hasher, tmp_path / "empty.u32").close().band_keys()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab é1_-. \n\t#")), max_size=60))
+def test_the_duplicate_key_counts_words_as_every_word_of_the_text_would(text: str) -> None:
+    """``dedup_key`` stops counting at ``MIN_DEDUP_WORDS``; whether a text has a key must not
+    change with that (short texts, word boundaries of every kind, unicode word characters)."""
+    enough = len(re.findall(r"\w+", text)) >= MIN_DEDUP_WORDS
+    assert dedup_key(text) == (text_checksum(text) if enough else None)

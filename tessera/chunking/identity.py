@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from tessera.types import canonical_hash, sha256_hex
 
@@ -36,5 +37,7 @@ def text_checksum(text: str) -> str:
 
 
 def dedup_key(text: str) -> str | None:
-    """The exact-duplicate key of a chunk text (its checksum); None for too short a text."""
-    return text_checksum(text) if len(_WORD.findall(text)) >= MIN_DEDUP_WORDS else None
+    """The exact-duplicate key of a chunk text (its checksum); None for too short a text (the
+    words are counted up to ``MIN_DEDUP_WORDS``: search asks this of every ranked row)."""
+    words = sum(1 for _ in islice(_WORD.finditer(text), MIN_DEDUP_WORDS))
+    return text_checksum(text) if words >= MIN_DEDUP_WORDS else None
