@@ -148,13 +148,11 @@ def _runs(roots: list[Path], execution: dict[str, Any]) -> list[dict[str, Any]]:
         )
         for root in roots
     ]
-    out = []
-    for proc in procs:
-        stdout, stderr = proc.communicate()
+    done = [(proc, *proc.communicate()) for proc in procs]  # every run ends before any error
+    for proc, stdout, stderr in done:
         if proc.returncode:
             raise subprocess.CalledProcessError(proc.returncode, proc.args, stdout, stderr)
-        out.append(dict(json.loads(stdout.strip().splitlines()[-1])))
-    return out
+    return [dict(json.loads(stdout.strip().splitlines()[-1])) for _, stdout, _ in done]
 
 
 def host_ceiling(alone: list[dict[str, Any]], pairs: list[list[dict[str, Any]]]) -> dict[str, Any]:
