@@ -50,6 +50,7 @@ from tessera.boundary import typed
 from tessera.cli_version import tessera_version
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
+from tessera.embedding.query_memo import remember_queries
 from tessera.errors import (
     AccessDenied,
     AuditError,
@@ -106,9 +107,10 @@ def create_app(
     audit: AuditLog | None = None,
 ) -> FastAPI:
     """The HTTP API. ``others``: models still servable (``embedding.previous``); each request is
-    embedded with the model that serves the caller's tenant. ``identities``: a fixed
-    ``IdentityStore`` or a ``ReloadingIdentities``; ``cfg`` gives the store and the audit log
-    (``{store.work_dir}/audit``, unless ``audit`` is given)."""
+    embedded with the model that serves the caller's tenant, and each model's query vectors are
+    remembered for the life of the app (``tessera.embedding.query_memo``). ``identities``: a
+    fixed ``IdentityStore`` or a ``ReloadingIdentities``; ``cfg`` gives the store and the audit
+    log (``{store.work_dir}/audit``, unless ``audit`` is given)."""
     app: FastAPI = FastAPIOffline(
         title="Tessera",
         version=tessera_version(),
@@ -116,6 +118,8 @@ def create_app(
         swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},  # no outside calls
     )
     audit_log = audit or AuditLog(cfg.store.work_dir)
+    embedder = remember_queries(embedder)  # a question asked again is not embedded again
+    others = [remember_queries(e) for e in others]
 
     @app.exception_handler(RequestValidationError)
     def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -3,7 +3,8 @@ and a bounded schemathesis run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -108,3 +109,39 @@ def _fuzz(operation: Any, failures: list[str]) -> None:
         case.validate_response(response)
 
     check()
+
+
+def test_a_question_asked_again_is_not_embedded_again(tmp_path: Path) -> None:
+    """The app remembers its model's query vectors: the same question, on any page, embeds once,
+    and answers as it did the first time; another question is embedded."""
+    from tests.conftest import Workspace
+
+    ws = Workspace(tmp_path)
+    ws.tenant("acme", {"a.md": "# Runbook\n\n## Paging\n\nPage the on-call engineer.\n"},
+              users={"alice": ["staff"]})  # fmt: skip
+    ws.run("acme", "r1")
+    keys = ws.root / "keys.yaml"
+    keys.write_text(f"keys:\n  - {{sha256: {key_digest('alice-key')}, tenant: acme, user: alice}}\n", "utf-8")
+    asked: list[str] = []
+    inner = ws.embedder
+
+    class Counting:
+        identity = inner.identity
+
+        def embed_documents(self, texts: Sequence[str]) -> Any:
+            return inner.embed_documents(texts)
+
+        def embed_query(self, text: str) -> Any:
+            asked.append(text)
+            return inner.embed_query(text)
+
+    cfg = ws.config()
+    with serve(create_app(cfg, Counting(), IdentityStore.load(cfg, keys))) as base:
+        answers = []
+        asks = [("page the on-call", 5), ("page the on-call", 5), ("dispatch", 5), ("page the on-call", 1)]
+        for q, k in asks:
+            r = httpx.get(f"{base}/search", params={"q": q, "k": k}, headers={"X-API-Key": "alice-key"})
+            assert r.status_code == 200
+            answers.append([x["chunk_id"] for x in r.json()["results"]])
+    assert asked == ["page the on-call", "dispatch"]
+    assert answers[0] and answers[1] == answers[0] and answers[3] == answers[0][:1]
