@@ -23,6 +23,7 @@ store unavailable.
 (No ``from __future__ import annotations`` here: FastAPI reads annotations at run time.)
 """
 
+import json
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -50,7 +51,7 @@ from tessera.boundary import typed
 from tessera.cli_version import tessera_version
 from tessera.config import TesseraConfig
 from tessera.embedding.base import Embedder
-from tessera.embedding.query_memo import remember_queries
+from tessera.embedding.query_memo import for_owner, remember_queries
 from tessera.errors import (
     AccessDenied,
     AuditError,
@@ -108,9 +109,9 @@ def create_app(
 ) -> FastAPI:
     """The HTTP API. ``others``: models still servable (``embedding.previous``); each request is
     embedded with the model that serves the caller's tenant, and each model's query vectors are
-    remembered for the life of the app (``tessera.embedding.query_memo``). ``identities``: a
-    fixed ``IdentityStore`` or a ``ReloadingIdentities``; ``cfg`` gives the store and the audit
-    log (``{store.work_dir}/audit``, unless ``audit`` is given)."""
+    remembered per caller for the life of the app (``tessera.embedding.query_memo``).
+    ``identities``: a fixed ``IdentityStore`` or a ``ReloadingIdentities``; ``cfg`` gives the
+    store and the audit log (``{store.work_dir}/audit``, unless ``audit`` is given)."""
     app: FastAPI = FastAPIOffline(
         title="Tessera",
         version=tessera_version(),
@@ -198,7 +199,8 @@ def create_app(
                 token_budget=token_budget,
             )
             serving = for_tenant(cfg.store.uri, who.tenant, [embedder, *others])
-            hits = search(cfg.store.uri, serving, who, q, options=opts)
+            mine = for_owner(serving, json.dumps([who.tenant, who.user]))  # no caller times another's
+            hits = search(cfg.store.uri, mine, who, q, options=opts)
         except ModelIdentityError as e:
             raise HTTPException(status_code=409, detail=str(e)) from e
         except ValueError as e:

@@ -111,17 +111,24 @@ def _fuzz(operation: Any, failures: list[str]) -> None:
     check()
 
 
-def test_a_question_asked_again_is_not_embedded_again(tmp_path: Path) -> None:
-    """The app remembers its model's query vectors: the same question, on any page, embeds once,
-    and answers as it did the first time; another question is embedded."""
+def test_a_question_asked_again_by_its_caller_is_not_embedded_again(tmp_path: Path) -> None:
+    """The app remembers its model's query vectors per caller: the same question, on any page,
+    embeds once and answers as it did the first time; another question is embedded, and so is
+    the same question from another user or tenant (a remembered vector answers sooner, so a
+    shared one would tell a caller what someone else asked)."""
     from tests.conftest import Workspace
 
     ws = Workspace(tmp_path)
     ws.tenant("acme", {"a.md": "# Runbook\n\n## Paging\n\nPage the on-call engineer.\n"},
-              users={"alice": ["staff"]})  # fmt: skip
+              users={"alice": ["staff"], "bob": ["staff"]})  # fmt: skip
+    ws.tenant("globex", {"g.md": "# Globex\n\nPage the night shift.\n"}, groups=["employees"],
+              users={"gina": ["employees"]})  # fmt: skip
     ws.run("acme", "r1")
+    ws.run("globex", "r1")
     keys = ws.root / "keys.yaml"
-    keys.write_text(f"keys:\n  - {{sha256: {key_digest('alice-key')}, tenant: acme, user: alice}}\n", "utf-8")
+    listed = {"alice-key": ("acme", "alice"), "bob-key": ("acme", "bob"), "gina-key": ("globex", "gina")}
+    lines = [f"  - {{sha256: {key_digest(k)}, tenant: {t}, user: {u}}}\n" for k, (t, u) in listed.items()]
+    keys.write_text("keys:\n" + "".join(lines), encoding="utf-8")
     asked: list[str] = []
     inner = ws.embedder
 
@@ -136,12 +143,17 @@ def test_a_question_asked_again_is_not_embedded_again(tmp_path: Path) -> None:
             return inner.embed_query(text)
 
     cfg = ws.config()
+    page = "page the on-call"
+    asks = [("alice", page, 5), ("alice", page, 5), ("bob", page, 5), ("alice", "dispatch", 5),
+            ("alice", page, 1), ("gina", page, 5), ("bob", page, 5)]  # fmt: skip
+    answers: dict[tuple[str, int], list[list[str]]] = {}
     with serve(create_app(cfg, Counting(), IdentityStore.load(cfg, keys))) as base:
-        answers = []
-        asks = [("page the on-call", 5), ("page the on-call", 5), ("dispatch", 5), ("page the on-call", 1)]
-        for q, k in asks:
-            r = httpx.get(f"{base}/search", params={"q": q, "k": k}, headers={"X-API-Key": "alice-key"})
+        for user, q, k in asks:
+            r = httpx.get(f"{base}/search", params={"q": q, "k": k}, headers={"X-API-Key": f"{user}-key"})
             assert r.status_code == 200
-            answers.append([x["chunk_id"] for x in r.json()["results"]])
-    assert asked == ["page the on-call", "dispatch"]
-    assert answers[0] and answers[1] == answers[0] and answers[3] == answers[0][:1]
+            answers.setdefault((user, k), []).append([x["chunk_id"] for x in r.json()["results"]])
+    assert asked == [page, page, "dispatch", page]  # alice, bob, alice, gina
+    alice = answers[("alice", 5)]
+    assert alice[0] and alice[1] == alice[0] and answers[("alice", 1)] == [alice[0][:1]]
+    assert answers[("bob", 5)] == [alice[0], alice[0]]  # the same rows through the same groups
+    assert answers[("gina", 5)][0] and not set(answers[("gina", 5)][0]) & set(alice[0])
