@@ -11,9 +11,10 @@ shared between callers, anyone could learn whether someone else had just asked a
 (another tenant's "layoffs in Q3?") by timing the same question. So vectors are remembered per
 owner (the API uses tenant and user: ``QueryMemo.scoped``); a call without an owner is never
 remembered. Per wrapped embedder (one model identity, prefixes included) the memo holds
-``KEEP`` vectors (1.5 MB at 384 dimensions), least recently used first out, and hands out
-copies, so a caller that changes a vector never changes what the next call gets. A failed
-embedding is not remembered.
+``KEEP`` vectors (1.5 MB at 384 dimensions, and their texts: at most 2,000 characters each,
+some 10 MB in all at worst), least recently used first out, and hands out copies, so a caller
+that changes a vector never changes what the next call gets. A failed embedding is not
+remembered.
 """
 
 from __future__ import annotations
