@@ -11,7 +11,8 @@ from tessera.store.maintenance import maintain_tenant
 def index_maintenance(
     context: AssetExecutionContext, tenant_run: TenantRunResource
 ) -> MaterializeResult[Any]:
-    """Compact the tenant's tables, merge their index deltas and prune old versions: every
+    """Compact the tenant's tables, merge their index deltas, check the vector index's recall
+    after compaction (rebuilt when under target) and prune old versions: every
     operator tag, the last 20 publication tags and the last 10 versions stay. Holds the
     tenant's publish lock."""
     rc = tenant_run.context_for(context.partition_key, context.run_id)
@@ -25,5 +26,6 @@ def index_maintenance(
             "segments_merged": MetadataValue.json(
                 {r.table: r.segments_merged for r in reports if r.segments_merged}
             ),
+            "vector_index": MetadataValue.json({r.table: r.vector_index for r in reports if r.vector_index}),
         }
     )

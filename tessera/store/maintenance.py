@@ -27,7 +27,7 @@ from typing import Any
 from tessera.config import validate_tenant_id
 from tessera.store.db import list_tables, open_table, publications_table_name
 from tessera.store.failures import failures_table_name
-from tessera.store.indexes import merge_segments
+from tessera.store.indexes import merge_segments, recheck_vector_index
 from tessera.store.lock import tenant_lock
 
 
@@ -41,6 +41,9 @@ class MaintenanceReport:
     compacted: bool = False
     segments_merged: dict[str, int] = field(default_factory=dict)
     """Per text or scalar index, the delta segments merged into one (``merge_segments``)."""
+    vector_index: str | None = None
+    """The vector index after compaction (``recheck_vector_index``): kept or rebuilt, with its
+    recall@10; None without one."""
 
 
 def _versions(table: Any) -> list[int]:
@@ -62,6 +65,7 @@ def maintain_table(table: Any, keep_versions: int, keep_run_tags: int) -> Mainte
     table.optimize()  # compaction and index refresh: a new version, same rows
     report.compacted = True
     report.segments_merged = merge_segments(table)  # optimize leaves the text and scalar deltas
+    report.vector_index = recheck_vector_index(table)  # compaction rebuilt its graphs
     versions = _versions(table)
     report.versions_before = len(versions)
     tags = {name: int(t["version"]) for name, t in table.tags.list().items()}

@@ -1,0 +1,99 @@
+"""Maintenance checks the vector index after compaction (``indexes.recheck_vector_index``):
+Lance rebuilds the HNSW graphs to remap the index to the compacted rows, which at 1M rows cut
+recall@10 from 0.96 to 0.73. An index under the target is rebuilt and checked as a publish
+checks it; one at or above it is kept; a table without one is left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from tessera.store import indexes
+from tessera.store.indexes import RECALL_TARGET, ensure_indexes, index_state
+from tessera.store.maintenance import maintain_table
+
+
+def _table(tmp_path: Path, with_vector_index: bool) -> Any:
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((20, 16)).astype(np.float32)
+    vec = centres[rng.integers(0, 20, 600)] + 0.2 * rng.standard_normal((600, 16)).astype(np.float32)
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+    data = pa.table(
+        {
+            "id": [str(i) for i in range(600)],
+            "embedding_text": [f"text {i}" for i in range(600)],
+            "readers": [["u"]] * 600,
+            "groups": [["g"]] * 600,
+            "effective_from_us": [0] * 600,
+            "effective_to_us": [1] * 600,
+            "doc_id": [f"d{i // 10}" for i in range(600)],
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), 16),
+        }
+    )
+    table = lancedb.connect(str(tmp_path)).create_table("t", data=data.slice(0, 300))
+    table.add(data.slice(300))  # two fragments: compaction has something to rewrite
+    table.delete("id = '7'")
+    ensure_indexes(table, vector_min_rows=500 if with_vector_index else 10**9)
+    return table
+
+
+def test_an_index_under_target_after_compaction_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _table(tmp_path, True)
+    assert "vector" in index_state(table)
+    real, calls = indexes.vector_recall, []
+
+    def low_once(t: Any, *a: Any, **k: Any) -> float:
+        calls.append(1)
+        return 0.5 if len(calls) == 1 else real(t, *a, **k)
+
+    monkeypatch.setattr(indexes, "vector_recall", low_once)
+    built: list[int] = []
+    build = indexes._vector_index
+
+    def counted(t: Any, rows: int, check: bool) -> str:
+        built.append(rows)
+        return build(t, rows, check)
+
+    monkeypatch.setattr(indexes, "_vector_index", counted)
+    report = maintain_table(table, keep_versions=2, keep_run_tags=0)
+    assert report.vector_index is not None
+    assert report.vector_index.startswith("rebuilt after recall@10 0.500: ")
+    assert built == [599] and len(calls) == 2  # rebuilt once, then checked as a publish checks it
+    state = index_state(table)
+    assert ("vector" in state) == ("created IVF_HNSW_SQ" in report.vector_index)
+    if "vector" in state:
+        assert state["vector"][1] == 0 and real(table) >= RECALL_TARGET
+
+
+def test_an_index_at_target_is_kept_and_a_table_without_one_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _table(tmp_path / "a", True)
+    monkeypatch.setattr(indexes, "vector_recall", lambda t, *a, **k: RECALL_TARGET)
+    monkeypatch.setattr(indexes, "_vector_index", lambda *a: pytest.fail("a kept index was rebuilt"))
+    report = maintain_table(table, keep_versions=2, keep_run_tags=0)
+    assert report.vector_index == f"kept (recall@10 {RECALL_TARGET:.3f})"
+    assert "vector" in index_state(table)
+    plain = _table(tmp_path / "b", False)
+    assert "vector" not in index_state(plain)
+    assert maintain_table(plain, keep_versions=2, keep_run_tags=0).vector_index is None
+
+
+def test_a_failing_check_after_compaction_is_a_publish_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _table(tmp_path, True)
+
+    def broken(*a: Any, **k: Any) -> float:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(indexes, "vector_recall", broken)
+    with pytest.raises(indexes.PublishError, match="after compaction: disk gone"):
+        maintain_table(table, keep_versions=2, keep_run_tags=0)
