@@ -194,34 +194,16 @@ def test_rrf_and_merge_helpers() -> None:
 
 def test_vector_index_is_built_and_kept_only_with_recall(tmp_path: Any) -> None:
     import lancedb
-    import numpy as np
-    import pyarrow as pa
 
     from tessera.store.indexes import ensure_indexes, vector_recall
-
-    rng = np.random.default_rng(3)
-    centres = rng.standard_normal((20, 16)).astype(np.float32)
-    vec = centres[rng.integers(0, 20, 600)] + 0.2 * rng.standard_normal((600, 16)).astype(np.float32)
-    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
     from tessera.store.schema import sentence_column
+    from tests.vector_fixtures import clustered_rows
 
+    rows, vec = clustered_rows()
     # a second vector column (sentence vectors) must not confuse the index or its recall check
     sentences = sentence_column([None if i % 3 == 0 else vec[i : i + 2] for i in range(600)], 16)
     table = lancedb.connect(str(tmp_path)).create_table(
-        "t",
-        data=pa.table(
-            {
-                "id": [str(i) for i in range(600)],
-                "embedding_text": [f"text {i}" for i in range(600)],
-                "readers": [["u"]] * 600,
-                "groups": [["g"]] * 600,
-                "effective_from_us": [0] * 600,
-                "effective_to_us": [1] * 600,
-                "doc_id": ["d"] * 600,
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), 16),
-                "sentence_vectors": sentences,
-            }
-        ),
+        "t", data=rows.append_column("sentence_vectors", sentences)
     )
     done = ensure_indexes(table, vector_min_rows=500)
     assert done["vector"].startswith(("created", "dropped")) and "sentence_vectors" not in done

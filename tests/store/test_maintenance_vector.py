@@ -9,32 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import lancedb
-import numpy as np
-import pyarrow as pa
 import pytest
 
 from tessera.store import indexes
 from tessera.store.indexes import RECALL_TARGET, ensure_indexes, index_state
 from tessera.store.maintenance import maintain_table
+from tests.vector_fixtures import clustered_rows
 
 
 def _table(tmp_path: Path, with_vector_index: bool) -> Any:
-    rng = np.random.default_rng(3)
-    centres = rng.standard_normal((20, 16)).astype(np.float32)
-    vec = centres[rng.integers(0, 20, 600)] + 0.2 * rng.standard_normal((600, 16)).astype(np.float32)
-    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
-    data = pa.table(
-        {
-            "id": [str(i) for i in range(600)],
-            "embedding_text": [f"text {i}" for i in range(600)],
-            "readers": [["u"]] * 600,
-            "groups": [["g"]] * 600,
-            "effective_from_us": [0] * 600,
-            "effective_to_us": [1] * 600,
-            "doc_id": [f"d{i // 10}" for i in range(600)],
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), 16),
-        }
-    )
+    data, _ = clustered_rows()
     table = lancedb.connect(str(tmp_path)).create_table("t", data=data.slice(0, 300))
     table.add(data.slice(300))  # two fragments: compaction has something to rewrite
     table.delete("id = '7'")
