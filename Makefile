@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser ldap reliability lock
+.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser ldap faketime reliability lock
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(MAKE) --no-print-directory ocr
@@ -46,6 +46,10 @@ browser:
 ldap:
 	$(call apt_once,slapd,slapd ldap-utils,the LDAP directory tests are skipped)
 
+# libfaketime, to run maintenance a week ahead of the versions it prunes: Debian's faketime.
+faketime:
+	$(call apt_once,faketime,faketime,the maintenance-a-week-later tests are skipped)
+
 run: $(STAMP)
 	$(BIN)/python -m pipelines.main --config examples/tessera.yaml $(ARGS)
 
@@ -59,7 +63,7 @@ typecheck: $(STAMP)
 # Two pytest-xdist workers, one test file each at a time (module fixtures stay per file):
 # 15m48s serial -> about 11 min on 2 cores; TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
-test: $(STAMP) browser ldap lint typecheck
+test: $(STAMP) browser ldap faketime lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard -m "not slow" --durations=15 \
 	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
@@ -68,7 +72,7 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow
 
 # The scenarios of ../shared/RELIABILITY.md and the safety classes, one board: `N/M scenarios hold`.
-reliability: $(STAMP) browser ldap
+reliability: $(STAMP) browser ldap faketime
 	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard --require-all-scenarios -m scenario
 
 bench: $(STAMP)

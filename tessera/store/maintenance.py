@@ -7,7 +7,12 @@ untagged version outside the last ``keep_versions``, including those *between* t
 so an operator's old tag keeps its own version and no other. (``Table.optimize`` of lancedb
 0.40 prunes only below the oldest tagged version and raises when one is older, so an old tag
 pinned every later version; pruning here goes through pylance's ``cleanup_old_versions``
-with ``error_if_tagged_old_versions=False``, which skips tagged versions instead.)
+with ``error_if_tagged_old_versions=False``, which skips tagged versions instead.) So
+``Table.optimize`` is not called at all (:func:`compact`): it prunes too, by its own rule (every
+version older than seven days but the latest), so from a week after a tenant's first tag it
+raised on every call, and on an untagged log it left one version whatever ``keep_versions``
+said. Pylance's compaction and index refresh, which it runs around that prune, run here
+without it.
 
 The tenant's publications log, failed-document queue and embedding caches are compacted and
 pruned too (no tags: their rows are all kept, only old versions go), so a tenant's open cost
@@ -50,6 +55,16 @@ def _versions(table: Any) -> list[int]:
     return sorted(int(v["version"]) for v in table.list_versions())
 
 
+def compact(table: Any) -> None:
+    """Compact the table's fragments, then refresh its indexes with the rewritten and new rows:
+    the two steps of lancedb's ``Table.optimize`` (compaction, then ``optimize_indices`` with
+    Lance's default options), without its prune (see the module docstring)."""
+    table.to_lance().optimize.compact_files()
+    table.checkout_latest()
+    table.to_lance().optimize.optimize_indices()
+    table.checkout_latest()
+
+
 def _prune(table: Any, keep_versions: int) -> None:
     """Remove every untagged version but the last ``keep_versions`` (tagged ones stay)."""
     table.to_lance().cleanup_old_versions(
@@ -62,7 +77,7 @@ def maintain_table(table: Any, keep_versions: int, keep_run_tags: int) -> Mainte
     if keep_versions < 1 or keep_run_tags < 0:
         raise ValueError("keep_versions must be >= 1 and keep_run_tags >= 0")
     report = MaintenanceReport(table=table.name)
-    table.optimize()  # compaction and index refresh: a new version, same rows
+    compact(table)  # a new version, same rows
     report.compacted = True
     report.segments_merged = merge_segments(table)  # optimize leaves the text and scalar deltas
     report.vector_index = recheck_vector_index(table)  # compaction rebuilt its graphs
@@ -89,7 +104,7 @@ def maintain_log(table: Any, keep_versions: int) -> MaintenanceReport:
     if keep_versions < 1:
         raise ValueError("keep_versions must be >= 1")
     report = MaintenanceReport(table=table.name, versions_before=len(table.list_versions()))
-    table.optimize()
+    compact(table)
     report.compacted = True
     _prune(table, keep_versions)
     report.kept = _versions(table)

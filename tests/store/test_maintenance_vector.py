@@ -14,6 +14,7 @@ import pytest
 from tessera.store import indexes
 from tessera.store.indexes import RECALL_TARGET, ensure_indexes, index_state
 from tessera.store.maintenance import maintain_table
+from tessera.store.segments import outside_largest
 from tests.vector_fixtures import clustered_rows
 
 
@@ -81,3 +82,29 @@ def test_a_failing_check_after_compaction_is_a_publish_error(
     monkeypatch.setattr(indexes, "vector_recall", broken)
     with pytest.raises(indexes.PublishError, match="after compaction: disk gone"):
         maintain_table(table, keep_versions=2, keep_run_tags=0)
+
+
+def test_maintenance_folds_the_vector_deltas_and_every_unindexed_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Publishes leave the vector index a base and deltas, and rows a failed index update left
+    out are in no segment; maintenance indexes every row and merges the deltas into one, never
+    into the trained segment (the index kept: no rebuild hides a missing refresh)."""
+    data, _ = clustered_rows(n=900)
+    table = lancedb.connect(str(tmp_path)).create_table("t", data=data.slice(0, 600))
+    ensure_indexes(table, vector_min_rows=500)
+    for lo in (600, 700):  # two publishes: two vector deltas
+        table.add(data.slice(lo, 100))
+        ensure_indexes(table, vector_min_rows=500)
+    table.add(data.slice(800))  # and rows no index has
+    state = index_state(table)
+    assert table.index_stats("vector_idx").num_indices == 3 and state["vector"][1] == 100
+    monkeypatch.setattr(indexes, "vector_recall", lambda t, *a, **k: RECALL_TARGET)
+    monkeypatch.setattr(indexes, "_vector_index", lambda *a: pytest.fail("a kept index was rebuilt"))
+    report = maintain_table(table, keep_versions=2, keep_run_tags=0)
+    assert report.vector_index == f"kept (recall@10 {RECALL_TARGET:.3f})"
+    assert report.segments_merged["vector"] == 4  # base, two deltas, the unindexed rows' delta
+    assert table.index_stats("vector_idx").num_indices == 2
+    assert outside_largest(table, "vector_idx") == 300  # the trained 600 rows still one segment
+    assert all(unindexed == 0 for _, unindexed in index_state(table).values())
+    assert table.count_rows() == 900
