@@ -45,7 +45,8 @@ class MaintenanceReport:
     run_tags_deleted: list[str] = field(default_factory=list)
     compacted: bool = False
     segments_merged: dict[str, int] = field(default_factory=dict)
-    """Per text or scalar index, the delta segments merged into one (``merge_segments``)."""
+    """Per index whose deltas were merged (``merge_segments``), the segments it had: a text or
+    scalar index then has one, the vector index two (its trained segment and one delta)."""
     vector_index: str | None = None
     """The vector index after compaction (``recheck_vector_index``): kept or rebuilt, with its
     recall@10; None without one."""
@@ -79,7 +80,7 @@ def maintain_table(table: Any, keep_versions: int, keep_run_tags: int) -> Mainte
     report = MaintenanceReport(table=table.name)
     compact(table)  # a new version, same rows
     report.compacted = True
-    report.segments_merged = merge_segments(table)  # optimize leaves the text and scalar deltas
+    report.segments_merged = merge_segments(table)  # compaction leaves the deltas
     report.vector_index = recheck_vector_index(table)  # compaction rebuilt its graphs
     versions = _versions(table)
     report.versions_before = len(versions)
