@@ -192,9 +192,14 @@ def typed(e: BaseException, store_uri: str | None = None, work_dir: Path | None 
         first = re.split(r", /\S*\.cargo/", str(e).splitlines()[0])[0][:240] if str(e) else ""
         io = any(s in first for s in ("LanceError(IO)", "Not found:", "No such file", "Permission denied"))
         store = store_uri or "(store.uri)"
-        return StoreUnavailable(
-            f"the store {store} could not be read ({type(e).__name__} in {origin} at {where}"
-            f"{': ' + first if io else ''}); its tables may be damaged"
+        if io:
+            return StoreUnavailable(
+                f"the store {store} could not be read ({type(e).__name__} in {origin} at {where}: "
+                f"{first}); its tables may be damaged"
+            )
+        return StoreUnavailable(  # not I/O: a refused operation, not a sign of damage
+            f"the store {store} refused an operation ({type(e).__name__} in {origin} at {where}); "
+            "TESSERA_TRACEBACK=1 prints the library's message"
         )
     if isinstance(e, OSError):
         return InternalError(f"unexpected OSError at {where}: {_os_detail(e)}")

@@ -629,3 +629,30 @@ def test_serve_on_a_busy_port_is_a_typed_error(project: Project) -> None:
     assert code == 1 and out == ""
     kind, message = _error(err)
     assert kind == "ConfigError" and message.startswith(f"--port: cannot listen on 127.0.0.1:{port}")
+
+
+def _raised_in(package: str, exc: BaseException) -> BaseException:
+    """``exc`` raised from a frame of ``package`` (as a store library raises it)."""
+    try:
+        code = compile("raise exc", f"{package}/table.py", "exec")
+        exec(code, {"__name__": f"{package}.table", "exc": exc})
+    except BaseException as e:
+        return e
+    raise AssertionError("not raised")
+
+
+def test_a_store_library_refusal_is_not_called_damage_and_never_quoted(capsys: Any, monkeypatch: Any) -> None:
+    refused = _raised_in("lancedb", RuntimeError(f"lance error: Cleanup error: tag {SECRET}"))
+    assert boundary.report(refused, "/srv/index") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tessera: StoreUnavailable: the store /srv/index refused an operation (")
+    assert "damaged" not in err and SECRET not in err and "TESSERA_TRACEBACK=1" in err
+    broken = _raised_in("lance", RuntimeError("LanceError(IO): Not found: /srv/index/t.lance/_versions"))
+    assert boundary.report(broken, "/srv/index") == 1
+    err = capsys.readouterr().err  # an I/O failure still names what is missing, and damage
+    assert "could not be read" in err and "Not found: /srv/index" in err and "may be damaged" in err
+    assert boundary.report(_raised_in("json", RuntimeError(SECRET)), "/srv/index") == 1
+    assert capsys.readouterr().err.startswith("tessera: InternalError")  # not a store library: a bug
+    monkeypatch.setenv("TESSERA_TRACEBACK", "1")
+    assert boundary.report(refused, "/srv/index") == 1
+    assert "Cleanup error" in capsys.readouterr().err  # the message, on request
