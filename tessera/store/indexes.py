@@ -236,11 +236,14 @@ def recheck_vector_index(table: Any) -> str | None:
     index rebuilt (then checked as a publish checks it) when it is under ``RECALL_TARGET``;
     what was done, None without a vector index.
 
-    Compaction remaps the index to the rewritten rows, and Lance rebuilds each partition's HNSW
-    graph to do it. On the 1,000,000-row benchmark table that took recall@10 from 0.96 to
-    0.73 / 0.745 unfiltered and 1.0 to 0.82 / 0.78 under a 10 % prefilter (two seeds of 20
-    near-data questions), where the index as built had passed its check at 0.970; at 100,000
-    rows 0.984 to 0.966. Rebuilding at 1M took 208 s, the maintenance itself 236 s."""
+    Maintenance used to end in lancedb's ``optimize`` index refresh, which merged every vector
+    segment into one and rebuilt the HNSW graphs: on the 1,000,000-row benchmark table recall@10
+    went from 0.96 to 0.73 / 0.745 unfiltered and 1.0 to 0.82 / 0.78 under a 10 % prefilter
+    (two seeds of 20 near-data questions), where the index as built had passed its check at
+    0.970; at 100,000 rows 0.984 to 0.966. (This was first put down to compaction's remap;
+    compaction alone kept recall on a 102,400-row copy.) Maintenance no longer merges into
+    the trained segment (``tessera.store.maintenance.compact``), and this check stays as the
+    guard: Lance may change how it remaps. Rebuilding at 1M took 208 s."""
     if "vector" not in index_state(table):
         return None
     try:
