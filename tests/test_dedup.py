@@ -449,6 +449,44 @@ def test_spilled_columns_give_the_outcomes_of_entries(tmp_path: Any) -> None:
     assert not SketchColumns(hasher, tmp_path / "empty.u32").close().band_keys()
 
 
+def test_a_pickled_sketch_batch_gives_the_columns_of_its_sketches(tmp_path: Any) -> None:
+    """What a chunk worker sends back (one :class:`SketchBatch`, pickled across the process
+    boundary) adds exactly the columns its sketches add one by one: short, unsigned, signed and
+    empty texts alike; a batch signed with another width, or with too few document ids, is
+    refused rather than added beside the run's columns."""
+    import pickle
+
+    import numpy as np
+
+    from tessera.chunking.dedup_columns import SketchColumns
+    from tessera.chunking.minhash import SketchBatch
+
+    hasher = MinHasher.of(DedupConfig(threshold=0.8))
+    texts = [paragraph(i, words=60) for i in range(9)] + ["# Guide", "", "!!! ???", paragraph(2, words=60)]
+    sketches = [sketch(t, hasher) for t in texts]
+    batch = pickle.loads(pickle.dumps(SketchBatch.of(sketches, hasher)))
+    docs, positions = [f"d{i % 4}" for i in range(len(texts))], list(range(len(texts)))
+    by_batch, by_sketch = SketchColumns(hasher, tmp_path / "a.u32"), SketchColumns(hasher)
+    by_batch.add(docs[:5], positions[:5], SketchBatch.of(sketches[:5], hasher))
+    by_batch.add(docs[5:], positions[5:], pickle.loads(pickle.dumps(SketchBatch.of(sketches[5:], hasher))))
+    by_batch.add([], [], SketchBatch.of([], hasher))
+    by_sketch.add(docs, positions, sketches)
+    a, b = by_batch.close(), by_sketch.close()
+    for name in ("checksum", "keyed", "signed", "bands", "doc", "position"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    every = np.arange(len(texts))
+    assert np.array_equal(a.signatures(every), b.signatures(every))
+    assert a.band_keys() == b.band_keys() and len(a.band_keys()) > 0
+    assert batch.signed.sum() == sum(s.signature is not None for s in sketches) < len(texts)
+    assert [bytes(c).hex() for c in batch.checksum] == [s.checksum for s in sketches]
+
+    other = MinHasher(permutations=32, threshold=0.8)
+    with pytest.raises(ValueError, match="signs with 64"):
+        SketchColumns(hasher).add(docs, positions, SketchBatch.of([sketch(t, other) for t in texts], other))
+    with pytest.raises(ValueError, match="for 2 documents"):
+        SketchColumns(hasher).add(docs[:2], positions, batch)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab é1_-. \n\t#")), max_size=60))
 def test_the_duplicate_key_counts_words_as_every_word_of_the_text_would(text: str) -> None:

@@ -25,10 +25,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from tessera.chunking.minhash import Bands, MinHasher, Sketch, band_keys, sketch
+from tessera.chunking.minhash import Bands, MinHasher, Sketch, SketchBatch, band_keys, sketch
 
 BUCKET_LIMIT = 256
-_CHECKSUM = np.dtype((np.void, 32))
 Ints = npt.NDArray[np.int64]
 
 
@@ -55,18 +54,19 @@ class SketchColumns:
             self.docs.append(doc_id)
         return i
 
-    def add(self, doc_ids: Sequence[str], positions: Sequence[int], sketches: Sequence[Sketch]) -> None:
-        n, width = len(sketches), self.hasher.permutations
-        sigs = np.zeros((n, width), np.uint32)
-        bands = np.zeros((n, self.hasher.band_count), np.uint64)
-        signed = np.zeros(n, bool)
-        for i, s in enumerate(sketches):
-            if s.signature is not None and s.bands is not None:
-                sigs[i], bands[i], signed[i] = s.signature, s.bands, True
-        chk = np.frombuffer(b"".join(bytes.fromhex(s.checksum) for s in sketches), _CHECKSUM)
-        keyed = np.fromiter((s.keyed for s in sketches), bool, n)
+    def add(
+        self, doc_ids: Sequence[str], positions: Sequence[int], sketches: SketchBatch | Sequence[Sketch]
+    ) -> None:
+        batch = sketches if isinstance(sketches, SketchBatch) else SketchBatch.of(sketches, self.hasher)
+        n, sigs = len(batch), batch.signatures
+        if sigs.shape[1:] != (self.hasher.permutations,) or len(doc_ids) != n or len(positions) != n:
+            raise ValueError(
+                f"{n} sketches of {sigs.shape[1:]} minima for {len(doc_ids)} documents and "
+                f"{len(positions)} positions; this run signs with {self.hasher.permutations}"
+            )
         doc = np.fromiter((self._doc(d) for d in doc_ids), np.int64, n)
-        self._parts.append((chk, keyed, signed & keyed, bands, doc, np.asarray(positions, np.int64)))
+        keyed, pos = batch.keyed, np.asarray(positions, np.int64)
+        self._parts.append((batch.checksum, keyed, batch.signed & keyed, batch.bands, doc, pos))
         if self._fh is None:
             self._sigs.append(sigs)
         else:

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from tessera.chunking.base import ChunkContext, ChunkStats
 from tessera.chunking.dedup_columns import own_marks
-from tessera.chunking.minhash import MinHasher, Sketch, sketch
+from tessera.chunking.minhash import MinHasher, SketchBatch, sketch
 from tessera.chunking.profile import DedupConfig
 from tessera.chunking.registry import chunker_for
 from tessera.errors import ChunkingError, DocumentError
@@ -144,10 +144,10 @@ class ChunkOutcome:
     step's own process writes them as they are, without turning each chunk into Python objects
     again (it did, twice, in the process every worker waits on)."""
     quarantined: tuple[Quarantine, ...]
+    sketches: SketchBatch
+    """Each chunk's dedup sketch, in chunk order, as columns (MinHash work done here, in parallel)."""
     stats: ChunkStats = field(default_factory=ChunkStats)
     peak_rss_mb: float = 0.0
-    sketches: tuple[Sketch, ...] = ()
-    """Each chunk's dedup sketch, in chunk order (MinHash work done here, in parallel)."""
 
 
 @lru_cache(maxsize=4)
@@ -167,6 +167,7 @@ def chunk_documents(task: ChunkTask) -> ChunkOutcome:
         except ChunkingError as e:  # the document is quarantined; its published chunks stay
             quarantined.append(Quarantine(doc.doc_id, "chunking_error", str(e)))
     hasher = _hasher(ctx.config.dedup)
-    sketches = tuple(sketch(c.text, hasher) for c in chunks)
+    sketches = [sketch(c.text, hasher) for c in chunks]
     batch = chunk_batch(chunks, [own_marks(s) for s in sketches])
-    return ChunkOutcome(batch, tuple(quarantined), ctx.stats, peak_rss_mb(), sketches)
+    columns = SketchBatch.of(sketches, hasher)
+    return ChunkOutcome(batch, tuple(quarantined), columns, ctx.stats, peak_rss_mb())
