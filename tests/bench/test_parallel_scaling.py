@@ -38,3 +38,15 @@ def test_the_median_is_over_repeats_and_each_repeat_pairs_with_its_own_inline_ru
 def test_a_missing_pair_is_an_error_not_a_shorter_median() -> None:
     with pytest.raises(ValueError):
         host_ceiling([run(0, 8.0, 8.0)] * 2, [[run(0, 8.0, 8.0)] * 2])
+
+
+def test_the_whole_run_bound_keeps_the_serial_steps_serial() -> None:
+    """8 s of parse + chunk at the ceiling of 2.0 and 2 s of everything else: 10 / (2 + 4)."""
+    from bench.parallel_scaling import amdahl_bound
+
+    assert amdahl_bound(run(2.0, 6.0, 10.0), 2.0) == 1.67
+    assert amdahl_bound(run(2.0, 8.0, 10.0), 2.0) == 2.0  # nothing serial: the ceiling itself
+    assert amdahl_bound(run(0.0, 0.0, 10.0), 2.0) == 1.0  # nothing parallel: no speed-up
+    got = host_ceiling([run(2.0, 6.0, 10.0)], [[run(2.0, 6.0, 10.0), run(2.5, 7.5, 12.5)]])
+    assert got["whole_run_bound_per_repeat"] == [amdahl_bound(run(2.0, 6.0, 10.0), 1.6)] == [1.43]
+    assert got["whole_run_bound"] == 1.43
