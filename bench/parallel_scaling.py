@@ -195,8 +195,9 @@ def amdahl_bound(inline: dict[str, Any], parse_chunk_ceiling: float) -> float:
     parse + chunk sped up by the machine's own 2-process ceiling, everything else (listing,
     embed, publish, the run's own overhead) as long as inline (Amdahl). The 2-worker run's
     target is met only where this bound is above it."""
-    pc = inline["seconds"]["parse"] + inline["seconds"]["chunk"]
-    return round(inline["total"] / (inline["total"] - pc + pc / parse_chunk_ceiling), 2)
+    pc = float(inline["seconds"]["parse"] + inline["seconds"]["chunk"])
+    total = float(inline["total"])
+    return round(total / (total - pc + pc / parse_chunk_ceiling), 2)
 
 
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
