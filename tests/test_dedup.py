@@ -480,9 +480,11 @@ def test_a_pickled_sketch_batch_gives_the_columns_of_its_sketches(tmp_path: Any)
     assert batch.signed.sum() == sum(s.signature is not None for s in sketches) < len(texts)
     assert [bytes(c).hex() for c in batch.checksum] == [s.checksum for s in sketches]
 
-    other = MinHasher(permutations=32, threshold=0.8)
-    with pytest.raises(ValueError, match="signs with 64"):
-        SketchColumns(hasher).add(docs, positions, SketchBatch.of([sketch(t, other) for t in texts], other))
+    for other in (MinHasher(permutations=32, threshold=0.8), MinHasher(permutations=64, threshold=0.5)):
+        assert (other.permutations, other.band_count) != (hasher.permutations, hasher.band_count)
+        foreign = SketchBatch.of([sketch(t, other) for t in texts], other)
+        with pytest.raises(ValueError, match="this run signs with 64 minima"):
+            SketchColumns(hasher).add(docs, positions, foreign)
     with pytest.raises(ValueError, match="for 2 documents"):
         SketchColumns(hasher).add(docs[:2], positions, batch)
 

@@ -59,10 +59,12 @@ class SketchColumns:
     ) -> None:
         batch = sketches if isinstance(sketches, SketchBatch) else SketchBatch.of(sketches, self.hasher)
         n, sigs = len(batch), batch.signatures
-        if sigs.shape[1:] != (self.hasher.permutations,) or len(doc_ids) != n or len(positions) != n:
+        width = (self.hasher.permutations, self.hasher.band_count)
+        if (sigs.shape[1:] + batch.bands.shape[1:]) != width or len(doc_ids) != n or len(positions) != n:
             raise ValueError(
-                f"{n} sketches of {sigs.shape[1:]} minima for {len(doc_ids)} documents and "
-                f"{len(positions)} positions; this run signs with {self.hasher.permutations}"
+                f"{n} sketches of {sigs.shape[1:]} minima and {batch.bands.shape[1:]} bands for "
+                f"{len(doc_ids)} documents and {len(positions)} positions; this run signs with "
+                f"{width[0]} minima in {width[1]} bands"
             )
         doc = np.fromiter((self._doc(d) for d in doc_ids), np.int64, n)
         keyed, pos = batch.keyed, np.asarray(positions, np.int64)
