@@ -183,8 +183,8 @@ def host_ceiling(alone: list[dict[str, Any]], pairs: list[list[dict[str, Any]]])
         out[name] = round(statistics.median(per), 2)
         out[f"{name}_per_repeat"] = per
     out["pair_totals"] = [[r["total"] for r in pair] for pair in pairs]
-    paired = zip(alone, pairs, strict=True)
-    bounds = [amdahl_bound(one, ratio(one, pair, parse_chunk)) for one, pair in paired]
+    ceilings = zip(alone, out["parse_chunk_per_repeat"], strict=True)
+    bounds = [amdahl_bound(one, ceiling) for one, ceiling in ceilings]
     out["whole_run_bound"] = round(statistics.median(bounds), 2)
     out["whole_run_bound_per_repeat"] = bounds
     return out
