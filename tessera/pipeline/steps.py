@@ -14,8 +14,6 @@ from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, live_columns
 from tessera.chunking.minhash import MinHasher
@@ -119,14 +117,15 @@ def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator
     return ex.map(chunk_documents, tasks), ex.name
 
 
-def _count(batch: pa.RecordBatch, flags: Counter[str], tokens: dict[str, int]) -> None:
-    """Add a staged batch's flags and token counts to the step's totals."""
-    flags.update(flag_counts(batch))
-    if batch.num_rows:
-        counts = batch.column("token_count")
-        tokens["sum"] += int(pc.sum(counts).as_py())
-        tokens["max"] = max(tokens["max"], int(pc.max(counts).as_py()))
-    tokens["n"] += batch.num_rows
+def _count(out: ChunkOutcome, flags: Counter[str], tokens: dict[str, int]) -> None:
+    """Add a task's flags and token counts (counted by its worker) to the step's totals."""
+    counts = out.counts
+    if counts.chunks != out.batch.num_rows:
+        raise InternalError(f"a chunk task counted {counts.chunks} chunks and staged {out.batch.num_rows}")
+    flags.update(dict(counts.flags))
+    tokens["sum"] += counts.token_sum
+    tokens["max"] = max(tokens["max"], counts.token_max)
+    tokens["n"] += counts.chunks
 
 
 def chunk_step(rc: RunContext) -> dict[str, Any]:
@@ -157,7 +156,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         for out in outcomes:
             progress.add(out.batch.num_rows)
             w.write(out.batch)  # staged rows built by the worker, with each chunk's own marks
-            _count(out.batch, flags, tokens)
+            _count(out, flags, tokens)
             # the worker's sketch as a row of columns, not the text (dedup_columns)
             docs_of, positions = out.batch.column("doc_id").to_pylist(), out.batch.column("position")
             sketches.add(docs_of, positions.to_numpy().tolist(), out.sketches)
