@@ -112,9 +112,16 @@ def forget(folder: Path, doc_ids: list[str]) -> int:
 
 
 def adopt(pending: Path, folder: Path) -> int:
-    """Move a completed run's new entries into the cache (each replacing its document's others)."""
+    """Move a completed run's new entries into the cache (each replacing its document's others).
+
+    A tenant without a cache yet (its first run) gets the pending folder itself, renamed, once
+    anything that is not an entry is removed from it: one rename instead of one per document
+    (10,000 renames took 0.16 s of a first run's publish, a serial step). Where the rename
+    fails (the cache appeared meanwhile, another file system), the entries move one by one."""
     if not pending.is_dir():
         return 0
+    if not folder.exists() and (moved := _adopt_whole(pending, folder)) is not None:
+        return moved
     folder.mkdir(parents=True, exist_ok=True)
     existing = _by_document(folder)
     moved = 0
@@ -126,3 +133,24 @@ def adopt(pending: Path, folder: Path) -> int:
             (pending / name).replace(folder / name)
             moved += 1
     return moved
+
+
+def _adopt_whole(pending: Path, folder: Path) -> int | None:
+    """``pending`` renamed to ``folder``, with only its entries; how many, or None where the
+    rename failed (nothing moved: the caller moves the entries one by one)."""
+    entries = 0
+    with os.scandir(pending) as it:
+        for e in it:
+            if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file(follow_symlinks=False):
+                entries += 1
+            elif e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:  # a worker's unfinished temporary link, never an entry
+                os.unlink(e.path)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(pending, folder)  # refused where folder exists, unless it is an empty folder
+    except OSError as e:
+        log.info("parse cache %s: moving %d entries one by one (%s)", folder, entries, e)
+        return None
+    return entries

@@ -149,6 +149,51 @@ def test_adopting_replaces_only_the_documents_own_older_entries(tmp_path: Path) 
     assert parse_cache.forget(tmp_path / "missing", ["a.md"]) == 0
 
 
+@pytest.mark.parametrize("rename_fails", [False, True], ids=["renamed", "one-by-one"])
+def test_a_first_adoption_moves_only_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rename_fails: bool
+) -> None:
+    """A tenant's first cache is the pending folder renamed, without what is not an entry (a
+    worker's temporary link, a link, a folder); where the rename fails, the same entries move
+    one by one. Either way the next adoption replaces a document's older entry."""
+    import os
+
+    from tessera.pipeline import parse_cache
+
+    cache, pending = tmp_path / "tenant" / "cache", tmp_path / "run" / "pending"
+    pending.mkdir(parents=True)
+    part_a, part_b = parse_cache._doc_part("a.md"), parse_cache._doc_part("b.md")
+    (pending / f"{part_a}.one.json").write_text('{"a": 1}')
+    (pending / f"{part_b}.one.json").write_text('{"b": 1}')
+    (pending / f".{part_a}.two.json.tmp").write_text("{}")  # a worker's unfinished link
+    (tmp_path / "outside.json").write_text('{"secret": 1}')
+    (pending / f"{part_a}.link.json").symlink_to(tmp_path / "outside.json")
+    (pending / "nested.json").mkdir()
+    (pending / "nested.json" / "x.json").write_text("{}")
+    if rename_fails:
+        real_rename = os.rename
+
+        def refuse(src: Any, dst: Any) -> None:
+            if Path(src) == pending:
+                raise OSError(18, "Invalid cross-device link")
+            real_rename(src, dst)
+
+        monkeypatch.setattr(os, "rename", refuse)
+    folder = os.stat(pending).st_ino
+    assert parse_cache.adopt(pending, cache) == 2
+    assert (os.stat(cache).st_ino == folder) is not rename_fails  # the pending folder itself, renamed
+    assert pending.exists() is rename_fails
+    assert sorted(p.name for p in cache.iterdir()) == sorted([f"{part_a}.one.json", f"{part_b}.one.json"])
+    assert (cache / f"{part_a}.one.json").read_text() == '{"a": 1}'
+    assert (tmp_path / "outside.json").read_text() == '{"secret": 1}'  # a link's target is never touched
+    later = tmp_path / "run2" / "pending"
+    later.mkdir(parents=True)
+    (later / f"{part_a}.two.json").write_text('{"a": 2}')
+    assert parse_cache.adopt(later, cache) == 1  # the cache exists: entry by entry
+    assert sorted(p.name for p in cache.iterdir()) == sorted([f"{part_a}.two.json", f"{part_b}.one.json"])
+    assert parse_cache.adopt(tmp_path / "missing", cache) == 0
+
+
 @pytest.mark.parametrize("links", [True, False], ids=["hard-link", "no-links-copy"])
 def test_entries_are_the_staged_parse_and_outlive_it(
     ws: Any, monkeypatch: pytest.MonkeyPatch, links: bool
