@@ -241,12 +241,14 @@ def main() -> int:
         for label, execution in plans.items():  # machine hits each of them alike
             root = base / f"{label}-{rep}"
             make_project(root, args.docs)
+            os.sync()  # the generated corpus on disk before the clock starts, not written back during the run
             every[label].append(_run(root, execution))
             print(label, rep, every[label][-1], flush=True)
         if args.workers == 2:  # the machine's own ceiling: two inline runs at once
             roots = [base / f"pair-{rep}-{i}" for i in range(2)]
             for root in roots:
                 make_project(root, args.docs)
+            os.sync()
             pairs.append(_runs(roots, plans["inline"]))
             print("inline pair", rep, [r["total"] for r in pairs[-1]], flush=True)
     runs = {label: _median_run(rs) for label, rs in every.items()}
