@@ -19,8 +19,11 @@ ARROW_POOLS = ("system", "default")
 class ExecutionConfig:
     """``workers``: processes (or Ray tasks in flight); 0 means one per CPU core.
     ``min_documents``: below this many documents a step runs inline (a worker start costs
-    more than it saves). ``batch_documents``: documents per task. ``ray_address``: an existing
-    cluster (``ray://host:10001`` or ``auto``); empty starts a local one. ``malloc_arenas``:
+    more than it saves). ``batch_documents``: the most documents a task takes. ``batch_bytes``:
+    the most source bytes a task takes (a larger document is a task of its own); 0: documents
+    are counted only (see :func:`tessera.pipeline.executors.document_batches`).
+    ``ray_address``: an existing cluster (``ray://host:10001`` or ``auto``); empty starts a
+    local one. ``malloc_arenas``:
     the most C heaps (glibc malloc arenas) a run's process keeps; 0 leaves the C library's
     default (see :func:`tessera.store.memory.limit_malloc_arenas`). ``arrow_pool``: where a
     run's process allocates Arrow memory, "system" (the C heap) or "default" (pyarrow's own
@@ -29,7 +32,8 @@ class ExecutionConfig:
     executor: str = "process"
     workers: int = 0
     min_documents: int = 200
-    batch_documents: int = 16
+    batch_documents: int = 64
+    batch_bytes: int = 131072
     ray_address: str = ""
     malloc_arenas: int = 2
     arrow_pool: str = "system"
@@ -44,6 +48,7 @@ def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> E
         workers=integer(m, "workers", key, d.workers, 0, 1024),
         min_documents=integer(m, "min_documents", key, d.min_documents, 0, 10**9),
         batch_documents=integer(m, "batch_documents", key, d.batch_documents, 1, 100_000),
+        batch_bytes=integer(m, "batch_bytes", key, d.batch_bytes, 0, 1 << 40),
         ray_address=string(m, "ray_address", key, d.ray_address),
         malloc_arenas=integer(m, "malloc_arenas", key, d.malloc_arenas, 0, 1024),
         arrow_pool=choice(m, "arrow_pool", key, d.arrow_pool, ARROW_POOLS),

@@ -191,7 +191,7 @@ def warm(cfg: ExecutionConfig, documents: int) -> None:
     the changed bytes and writes the listing, instead of at the start of the parse step.
     Nothing happens for a step that will run inline."""
     ex = executor_for(cfg, documents)
-    if isinstance(ex, ProcessExecutor) and ex.pooled(-(-documents // cfg.batch_documents)):
+    if isinstance(ex, ProcessExecutor) and ex.pooled(-(-documents // cfg.batch_documents)):  # tasks, at least
         pool = _pool(ex.workers)  # the pool's first submit starts its processes and waits for them:
         threading.Thread(target=_submit_ready, args=(pool, ex.workers), daemon=True).start()  # not here
 
@@ -211,3 +211,37 @@ def _submit_ready(pool: ProcessPoolExecutor, workers: int) -> None:
 
 def batches(items: Sequence[A], size: int) -> list[list[A]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+class Sized(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+S = TypeVar("S", bound=Sized)
+
+
+def document_batches(docs: Sequence[S], cfg: ExecutionConfig) -> list[list[S]]:
+    """A step's tasks: consecutive documents, at most ``execution.batch_documents`` of them
+    and, where ``execution.batch_bytes`` is set, at most that many source bytes (a larger
+    document is a task of its own), in input order.
+
+    A task costs its worker about 1.7 ms besides its documents (the result's pickling and the
+    pool's queues; 625 chunk tasks of 16 documents spent 0.7 s more of a 10,000-document chunk
+    step's wall time on 2 workers than 209 tasks of 48, medians of 6 alternated runs), and a
+    step waits at most about one task's time for its last worker. Bytes bound a task's time
+    better than a count: sixty-four 3 KB Markdown files and one 5 MB PDF are each about one
+    budget of 128 KiB."""
+    out: list[list[S]] = []
+    current: list[S] = []
+    held = 0
+    for doc in docs:
+        over = cfg.batch_bytes and current and held + doc.size > cfg.batch_bytes
+        if current and (len(current) >= cfg.batch_documents or over):
+            out.append(current)
+            current, held = [], 0
+        current.append(doc)
+        held += doc.size
+    if current:
+        out.append(current)
+    return out

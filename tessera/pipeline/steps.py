@@ -22,7 +22,7 @@ from tessera.embedding.batching import EmbedStats
 from tessera.errors import InternalError
 from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
-from tessera.pipeline.executors import InlineExecutor, batches, executor_for
+from tessera.pipeline.executors import InlineExecutor, document_batches, executor_for
 from tessera.pipeline.listed import ListedDocuments
 from tessera.pipeline.marks import flag_counts, marked
 from tessera.pipeline.progress import Progress
@@ -71,7 +71,7 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     ex = executor_for(rc.config.execution, len(todo))
     tasks = [
         ParseTask(rc.config.store.uri, rc.tenant, rc.workspace / PARSED, tuple(b), cache)
-        for b in batches(todo, rc.config.execution.batch_documents)
+        for b in document_batches(todo, rc.config.execution)
     ]
     (rc.workspace / PARSED).mkdir(parents=True, exist_ok=True)
     outcomes: list[ParseOutcome] = []
@@ -112,7 +112,7 @@ def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator
     portable = ctx if ex.name == "inline" else replace(ctx, embed=None)
     tasks = [
         ChunkTask(rc.workspace / PARSED, tuple(b), portable)
-        for b in batches(docs, rc.config.execution.batch_documents)
+        for b in document_batches(docs, rc.config.execution)
     ]
     return ex.map(chunk_documents, tasks), ex.name
 

@@ -4,14 +4,24 @@ quarantined the same way inside a worker."""
 
 from __future__ import annotations
 
+import itertools
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tessera.config_execution import ExecutionConfig, parse_execution
 from tessera.errors import ConfigError
-from tessera.pipeline.executors import InlineExecutor, ProcessExecutor, batches, executor_for
+from tessera.pipeline.executors import (
+    InlineExecutor,
+    ProcessExecutor,
+    batches,
+    document_batches,
+    executor_for,
+)
 from tests.conftest import Workspace
 
 CODE = "def main():\n    return 42\n\n\nclass Runner:\n    def go(self):\n        return main()\n"
@@ -54,6 +64,39 @@ def test_small_steps_stay_inline_and_config_is_validated() -> None:
         parse_execution({"workers": -1})
     with pytest.raises(ConfigError, match=r"execution\.parallel"):
         parse_execution({"parallel": True})
+
+
+@dataclass(frozen=True)
+class _Doc:
+    name: int
+    size: int
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 5000), max_size=40),
+    st.integers(1, 8),
+    st.sampled_from([0, 1, 700, 2000, 6000]),
+)
+def test_document_batches_cut_by_count_and_bytes(sizes: list[int], most: int, budget: int) -> None:
+    docs = [_Doc(i, n) for i, n in enumerate(sizes)]
+    cfg = ExecutionConfig(batch_documents=most, batch_bytes=budget)
+    tasks = document_batches(docs, cfg)
+    assert [d for t in tasks for d in t] == docs  # every document once, in input order
+    assert all(t and len(t) <= most for t in tasks)
+    for task in tasks:  # over the budget only as a task of one document
+        assert not budget or sum(d.size for d in task) <= budget or len(task) == 1
+    for task, after in itertools.pairwise(tasks):  # a task ends only where it must
+        assert len(task) == most or (budget and sum(d.size for d in task) + after[0].size > budget)
+    if not budget:
+        assert tasks == batches(docs, most)
+
+
+def test_a_bad_batch_budget_names_its_key() -> None:
+    assert parse_execution({"batch_bytes": 0}).batch_bytes == 0
+    for bad in (-1, "1k", True, 1.5):
+        with pytest.raises(ConfigError, match=r"execution\.batch_bytes"):
+            parse_execution({"batch_bytes": bad})
 
 
 def test_process_pool_stages_the_same_rows_as_inline(ws: Workspace) -> None:
