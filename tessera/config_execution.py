@@ -23,11 +23,10 @@ class ExecutionConfig:
     the most source bytes a task takes (a larger document is a task of its own); 0: documents
     are counted only (see :func:`tessera.pipeline.executors.document_batches`).
     ``ray_address``: an existing cluster (``ray://host:10001`` or ``auto``); empty starts a
-    local one. ``malloc_arenas``:
-    the most C heaps (glibc malloc arenas) a run's process keeps; 0 leaves the C library's
-    default (see :func:`tessera.store.memory.limit_malloc_arenas`). ``arrow_pool``: where a
-    run's process allocates Arrow memory, "system" (the C heap) or "default" (pyarrow's own
-    choice; see :func:`tessera.store.memory.use_arrow_pool`)."""
+    local one. ``malloc_arenas``: the most C heaps (glibc malloc arenas) a run's process
+    keeps; 0 leaves the C library's default (see :func:`tessera.store.memory.limit_malloc_arenas`).
+    ``arrow_pool``: where a run's process allocates Arrow memory, "system" (the C heap) or
+    "default" (pyarrow's own choice; see :func:`tessera.store.memory.use_arrow_pool`)."""
 
     executor: str = "process"
     workers: int = 0

@@ -191,7 +191,7 @@ def warm(cfg: ExecutionConfig, documents: int) -> None:
     the changed bytes and writes the listing, instead of at the start of the parse step.
     Nothing happens for a step that will run inline."""
     ex = executor_for(cfg, documents)
-    if isinstance(ex, ProcessExecutor) and ex.pooled(-(-documents // cfg.batch_documents)):  # tasks, at least
+    if isinstance(ex, ProcessExecutor) and ex.pooled(-(-documents // cfg.batch_documents)):  # fewest tasks
         pool = _pool(ex.workers)  # the pool's first submit starts its processes and waits for them:
         threading.Thread(target=_submit_ready, args=(pool, ex.workers), daemon=True).start()  # not here
 
@@ -236,7 +236,7 @@ def document_batches(docs: Sequence[S], cfg: ExecutionConfig) -> list[list[S]]:
     current: list[S] = []
     held = 0
     for doc in docs:
-        over = cfg.batch_bytes and current and held + doc.size > cfg.batch_bytes
+        over = 0 < cfg.batch_bytes < held + doc.size
         if current and (len(current) >= cfg.batch_documents or over):
             out.append(current)
             current, held = [], 0
