@@ -226,12 +226,12 @@ def document_batches(docs: Sequence[S], cfg: ExecutionConfig) -> list[list[S]]:
     and, where ``execution.batch_bytes`` is set, at most that many source bytes (a larger
     document is a task of its own), in input order.
 
-    A task costs its worker about 1.7 ms besides its documents (the result's pickling and the
-    pool's queues; 625 chunk tasks of 16 documents spent 0.7 s more of a 10,000-document chunk
-    step's wall time on 2 workers than 209 tasks of 48, medians of 6 alternated runs), and a
-    step waits at most about one task's time for its last worker. Bytes bound a task's time
-    better than a count: sixty-four 3 KB Markdown files and one 5 MB PDF are each about one
-    budget of 128 KiB."""
+    A task costs about 3 ms besides its documents, in its worker and the step's process (the
+    result's pickling, the pool's queues; 625 chunk tasks of 16 documents took a
+    10,000-document chunk step 0.7 s longer on 2 workers than 209 tasks of 48, medians of 6
+    alternated runs), and a step waits at most about one task's time for its last worker.
+    Bytes bound a task's time better than a count: forty 3 KB Markdown files fill a budget of
+    128 KiB, and a 5 MB PDF is a task of its own."""
     out: list[list[S]] = []
     current: list[S] = []
     held = 0

@@ -62,7 +62,7 @@ class BlobStore:
             return revision
         # One temporary name per revision, process and thread, created exclusively: a listing
         # stores every changed document here, one after another, and tempfile.mkstemp's random
-        # names and pathlib cost 0.33 s per 10,000 stores against 0.17 s (tmpfs, no disk time).
+        # names and pathlib made 10,000 stores of 3 KB take 0.33 s against 0.19 s (tmpfs, no disk time).
         tmp = os.path.join(folder, f".tmp-{revision[:16]}-{os.getpid()}-{threading.get_ident()}")
         try:
             fd = os.open(tmp, _CREATE, 0o600)
