@@ -40,11 +40,16 @@ def marked(batch: pa.RecordBatch, outcomes: Sequence[Outcome], mark: Sequence[st
     return pa.RecordBatch.from_arrays([cols[n] for n in names], schema=batch.schema)
 
 
+def flag_name(flag: str) -> str:
+    """The name a flag counts by: ``rows:3-9`` and ``part:2/5`` count as ``rows`` and ``part``."""
+    return flag.split(":", 1)[0]
+
+
 def flag_counts(batch: pa.RecordBatch) -> Counter[str]:
     """Chunks per flag name in ``batch``: ``rows:3-9`` and ``part:2/5`` count by their name."""
     counts: Counter[str] = Counter()
     flat = pc.list_flatten(batch.column("flags"))
     if len(flat):
         for item in pc.value_counts(flat).to_pylist():
-            counts[str(item["values"]).split(":", 1)[0]] += int(item["counts"])
+            counts[flag_name(str(item["values"]))] += int(item["counts"])
     return counts

@@ -87,13 +87,18 @@ def store(folder: Path, doc: SourceDocument, parsed: ParsedDocument, staged: Pat
     tmp.replace(folder / name)
 
 
+def _is_entry(name: str) -> bool:
+    """An entry's name (temporary links start with a dot)."""
+    return name.endswith(".json") and not name.startswith(".")
+
+
 def _by_document(folder: Path) -> dict[str, list[str]]:
     """The folder's entry names grouped by their document part, from one listing: a glob per
     document listed the whole folder each time (quadratic: 10,000 documents cost ~165 s)."""
     found: dict[str, list[str]] = defaultdict(list)
     with os.scandir(folder) as it:
         for e in it:
-            if e.name.endswith(".json") and not e.name.startswith("."):
+            if _is_entry(e.name):
                 found[e.name.split(".", 1)[0]].append(e.name)
     return found
 
@@ -141,7 +146,7 @@ def _adopt_whole(pending: Path, folder: Path) -> int | None:
     entries = 0
     with os.scandir(pending) as it:
         for e in it:
-            if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file(follow_symlinks=False):
+            if _is_entry(e.name) and e.is_file(follow_symlinks=False):
                 entries += 1
             elif e.is_dir(follow_symlinks=False):
                 shutil.rmtree(e.path)

@@ -28,6 +28,7 @@ from tessera.parsing.base import get_parser
 from tessera.parsing.dispatch import parse_document
 from tessera.parsing.validity import check_text_bytes
 from tessera.pipeline import parse_cache
+from tessera.pipeline.marks import flag_name
 from tessera.pipeline.staging import chunk_batch
 from tessera.serde import parsed_from_json, parsed_to_json
 from tessera.store.blobs import BlobStore
@@ -139,8 +140,8 @@ class ChunkTask:
 
 @dataclass(frozen=True)
 class BatchCounts:
-    """Chunks per flag name (``rows:3-9`` and ``part:2/5`` count by their name), and the
-    count, sum and largest of the chunks' token counts."""
+    """Chunks per flag name (:func:`~tessera.pipeline.marks.flag_name`), and the count, sum
+    and largest of the chunks' token counts."""
 
     flags: tuple[tuple[str, int], ...] = ()
     chunks: int = 0
@@ -149,7 +150,7 @@ class BatchCounts:
 
     @staticmethod
     def of(chunks: list[Chunk]) -> BatchCounts:
-        flags = Counter(f.split(":", 1)[0] for c in chunks for f in c.flags)
+        flags = Counter(flag_name(f) for c in chunks for f in c.flags)
         tokens = [c.token_count for c in chunks]
         return BatchCounts(tuple(sorted(flags.items())), len(tokens), sum(tokens), max(tokens, default=0))
 
