@@ -189,7 +189,9 @@ def warm(cfg: ExecutionConfig, documents: int) -> None:
     waiting for it: the listing calls this once it knows how many documents the run will
     parse, so the workers start (a forkserver, its imports, a fork per worker) while it stores
     the changed bytes and writes the listing, instead of at the start of the parse step.
-    Nothing happens for a step that will run inline."""
+    Nothing happens for a step that will run inline. Not sooner, and the parse step waits for
+    the pool instead of running tasks itself: on 2 cores the forkserver's imports take the CPU
+    either would use (measured in the README's *The process pool is the standard library's*)."""
     ex = executor_for(cfg, documents)
     if isinstance(ex, ProcessExecutor) and ex.pooled(-(-documents // cfg.batch_documents)):  # fewest tasks
         pool = _pool(ex.workers)  # the pool's first submit starts its processes and waits for them:
