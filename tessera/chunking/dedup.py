@@ -22,10 +22,10 @@ of rows this run does not republish are not revisited (they may name a group who
 has since changed or gone; search still collapses by checksum and shared group).
 
 Cost: MinHash is O(words x permutations) per staged chunk, done by the chunk workers. The
-run holds about 120 bytes per staged chunk (:mod:`tessera.chunking.dedup_columns`). Live rows
-are never scanned in full: ``dedupe`` asks ``fetch_live`` only for rows sharing an LSH band
+run holds about 120 bytes per staged chunk (:mod:`tessera.chunking.dedup_columns`). Live rows'
+text is never read in full: ``dedupe`` asks ``fetch_live`` only for rows sharing an LSH band
 key (the ``dup_bands`` column) with a staged chunk, so a run reads text proportional to its
-candidates.
+candidates (finding them scans the ``dup_bands`` column: README, *the live band lookup*).
 """
 
 from __future__ import annotations
