@@ -449,6 +449,39 @@ def test_spilled_columns_give_the_outcomes_of_entries(tmp_path: Any) -> None:
     assert not SketchColumns(hasher, tmp_path / "empty.u32").close().band_keys()
 
 
+def test_the_live_candidates_order_changes_no_outcome() -> None:
+    """The live band lookup hands its rows in row id order (``band_candidates``), which says
+    nothing about the documents: live near copies of one staged text, in several documents and
+    groups, give the same outcomes in every order (the canonical is the first by document and
+    position)."""
+    import itertools
+
+    from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, live_columns
+
+    hasher = MinHasher.of(DedupConfig(threshold=0.8))
+    base, other = paragraph(11, words=80), paragraph(12, words=80)
+    texts = [base, edit_one_word(base, 50), other, edit_one_word(other, 7)]
+    cols = SketchColumns(hasher)
+    names, positions = [f"s{i}" for i in range(len(texts))], list(range(len(texts)))
+    cols.add(names, positions, [sketch(t, hasher) for t in texts])
+    staged = cols.close()
+    live = [
+        ("b.md", 4, edit_one_word(base, 30), "g-b4"),
+        ("a.md", 9, edit_one_word(base, 60), "g-a9"),
+        ("a.md", 2, edit_one_word(base, 10), "g-a2"),
+        ("c.md", 0, edit_one_word(other, 70), "g-c0"),
+    ]
+    outcomes = set()
+    for order in itertools.permutations(live):
+        rows = live_columns([(d, p, t) for d, p, t, _ in order], hasher)
+        rep = dedupe_columns(staged, hasher, rows, [g for *_, g in order])
+        outcomes.add((tuple(rep.outcome(i) for i in range(len(texts))), rep.exact_duplicates))
+    assert len(outcomes) == 1
+    ((got, _),) = outcomes
+    assert got[0][:2] == ("g-a2", True)  # a.md before b.md, its position 2 before 9
+    assert got[2][:2] == ("g-c0", True)
+
+
 def test_a_pickled_sketch_batch_gives_the_columns_of_its_sketches(tmp_path: Any) -> None:
     """What a chunk worker sends back (one :class:`SketchBatch`, pickled across the process
     boundary) adds exactly the columns its sketches add one by one: short, unsigned, signed and

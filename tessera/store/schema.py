@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tessera.chunking.identity import MIN_DEDUP_WORDS as MIN_DEDUP_WORDS
 from tessera.chunking.identity import dedup_key as dedup_key
 from tessera.chunking.identity import text_checksum as text_checksum
 from tessera.embedding.base import Vectors
-from tessera.store.db import sql_str
 from tessera.types import Chunk, SourceDocument
 
 _PART = pa.struct(
@@ -197,30 +197,37 @@ def build_rows(
     return table.append_column(schema.field("parts"), parts)
 
 
-_BAND_BATCH = 8192
-"""Keys per filtered scan of ``dup_bands``: a scan costs about 25 ms at 40,000 rows and each key
-about 7 us more; 3,600 keys (a 1 % change of 10,000 documents) took 79 ms in batches of 2,000,
-46 ms in one."""
+_SCAN_ROWS = 65_536
+"""Rows of ``dup_bands`` per batch of :func:`band_candidates`' pass (about 10 MB at 9 keys a row)."""
 _DEDUP_COLUMNS = ["id", "doc_id", "position", "text", "dup_group"]
 
 
 def band_candidates(table: Any | None, keys: set[str], exclude: set[str]) -> list[dict[str, Any]]:
-    """Rows sharing at least one ``dup_bands`` key, outside the documents in ``exclude``.
+    """Rows sharing at least one ``dup_bands`` key, outside the documents in ``exclude``, in
+    row id order (what dedup makes of them does not depend on their order: it ranks live rows
+    by document and position).
 
-    Cost: one filtered scan of the ``dup_bands`` column per ``_BAND_BATCH`` keys; text is read only for
-    matching rows, never for the whole tenant. A table from before ``dup_bands`` gives none.
+    Cost: one pass over the ``dup_bands`` and ``doc_id`` columns, a batch at a time, matched
+    against the keys in Arrow (a hash set), whatever their number; the other columns are read
+    only for the rows that match. It replaces one SQL scan (``array_has_any``) per 8,192 keys.
+    On synthetic tables of 9 random keys a row (half the matches in excluded documents, three
+    runs each): 36,000 keys (a 1 % change of 100,000 documents) 1.15-1.19 s -> 0.23-0.25 s at
+    400,000 rows, 0.34 -> 0.05 s at 40,000; 3,600 keys 0.05 -> 0.04 s at 40,000 rows and
+    0.20-0.22 s either way at 400,000. A table from before ``dup_bands`` gives none.
     """
     if table is None or not keys or "dup_bands" not in table.schema.names:
         return []
-    skip = ""
-    if 0 < len(exclude) <= 500:  # larger sets are filtered below, not spelled out in SQL
-        skip = f" AND doc_id NOT IN ({', '.join(sql_str(d) for d in sorted(exclude))})"
-    found: dict[str, dict[str, Any]] = {}
-    ordered = sorted(keys)
-    for i in range(0, len(ordered), _BAND_BATCH):
-        part = ", ".join(sql_str(k) for k in ordered[i : i + _BAND_BATCH])
-        query = table.search().where(f"array_has_any(dup_bands, [{part}]){skip}").select(_DEDUP_COLUMNS)
-        for r in query.limit(None).to_arrow().to_pylist():
-            if r["doc_id"] not in exclude:
-                found[r["id"]] = r
-    return list(found.values())
+    wanted, skip = pa.array(sorted(keys), pa.string()), pa.array(sorted(exclude), pa.string())
+    found: list[int] = []
+    scan = table.search().select(["dup_bands", "doc_id"]).with_row_id(True).limit(None).to_batches(_SCAN_ROWS)
+    for batch in scan:
+        bands = batch.column("dup_bands")
+        hit = pc.is_in(pc.list_flatten(bands), value_set=wanted)
+        at = pc.unique(pc.filter(pc.list_parent_indices(bands), hit))
+        if len(at) and len(skip):  # the documents this run replaces: their text is not read
+            at = pc.filter(at, pc.invert(pc.is_in(pc.take(batch.column("doc_id"), at), value_set=skip)))
+        found.extend(pc.take(batch.column("_rowid"), at).to_pylist())
+    if not found:
+        return []
+    rows: list[dict[str, Any]] = table.take_row_ids(found).select(_DEDUP_COLUMNS).to_arrow().to_pylist()
+    return rows
