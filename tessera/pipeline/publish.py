@@ -108,7 +108,9 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         rows = staged.reader(scope - relabel)
         if scope & relabel:  # read under the lock, after the fencing check: the state planned from
             rows = _with_relabelled(rc, rows, scope & relabel, docs)
-        result = rc.index.publish(rows, scope, rc.run_id, rc.chunk_context.config_hash)
+        # relabelled documents keep every live row: a publish of nothing else deletes nothing
+        deletes = bool(scope - relabel)
+        result = rc.index.publish(rows, scope, rc.run_id, rc.chunk_context.config_hash, deletes)
         queue = update_queue(rc)  # the failed-document queue, once the publish committed
     summary = {
         **asdict(result),

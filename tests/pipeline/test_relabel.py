@@ -12,6 +12,7 @@ import shutil
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow.compute as pc
 import pytest
 import yaml
 
@@ -162,3 +163,57 @@ def _with(doc: SourceDocument, **changes: Any) -> SourceDocument:
     from dataclasses import replace
 
     return replace(doc, **changes)
+
+
+def test_a_relabel_only_publish_deletes_nothing_and_a_content_change_still_does(
+    ws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A publish of relabels alone commits without ``merge_insert``'s delete of the scope's
+    unmatched rows (the clause that joins the whole table): its rows are every live row of
+    the scope. With a content change in the same run, or alone, the stale rows still go."""
+    from tessera.store.index import TenantIndex
+
+    src = ws.tenant("acme", FILES, users=USERS)
+    ws.run("acme", "r1")
+    asked: list[bool] = []
+    publish = TenantIndex.publish
+
+    def spy(self: TenantIndex, *args: Any, **kw: Any) -> Any:
+        asked.append(args[4] if len(args) > 4 else kw.get("deletes", True))
+        return publish(self, *args, **kw)
+
+    monkeypatch.setattr(TenantIndex, "publish", spy)
+    _policy(src, [{"match": "a.md", "groups": ["legal"]}])
+    assert ws.run("acme", "r2")["publish"]["deleted"] == 0
+    _policy(src, [{"match": "a.md", "groups": ["board"]}])
+    (src / "b.md").write_text("# Beta\n\nbeta handbook, rewritten.\n", encoding="utf-8")
+    both = ws.run("acme", "r3")["publish"]
+    (src / "c.md").write_text("# Gamma\n\ngamma plans, replaced.\n", encoding="utf-8")
+    content = ws.run("acme", "r4")["publish"]
+    assert asked == [False, True, True]
+    assert both["deleted"] >= 1 and content["deleted"] >= 1  # the old chunks of b.md, c.md
+    rows = ws.rows("acme")
+    assert not any("onboarding" in r["text"] or "roadmap" in r["text"] for r in rows)
+    assert {tuple(r["groups"]) for r in rows if r["doc_id"] == "a.md"} == {("board",)}
+
+
+def test_a_publish_without_deletes_keeps_rows_it_does_not_name(ws: Any) -> None:
+    """``TenantIndex.publish(deletes=False)`` updates and inserts only: a live row of a scoped
+    document missing from the rows stays (with deletes it goes), and an empty set of rows
+    commits nothing."""
+    ws.tenant("acme", FILES, users=USERS)
+    ws.run("acme", "r1")
+    index = ws.context("acme").index
+    live = [r for r in ws.rows("acme") if r["doc_id"] == "a.md"]
+    assert len(live) >= 2
+    table = index.table()
+    assert table is not None
+    data = table.to_arrow()
+    keep = data.filter(pc.equal(data["id"], live[0]["id"]))
+    kept = index.publish(keep, {"a.md"}, "r2", "cfg", deletes=False)
+    assert kept.deleted == 0 and len([r for r in ws.rows("acme") if r["doc_id"] == "a.md"]) == len(live)
+    assert not index.publish(keep.slice(0, 0), {"a.md"}, "r3", "cfg", deletes=False).committed
+    gone = index.publish(keep, {"a.md"}, "r4", "cfg")
+    assert gone.deleted == len(live) - 1 and [r["id"] for r in ws.rows("acme") if r["doc_id"] == "a.md"] == [
+        live[0]["id"]
+    ]
