@@ -7,7 +7,7 @@ import itertools
 import logging
 import shutil
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pyarrow as pa
@@ -108,9 +108,9 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         rows = staged.reader(scope - relabel)
         if scope & relabel:  # read under the lock, after the fencing check: the state planned from
             rows = _with_relabelled(rc, rows, scope & relabel, docs)
-        # relabelled documents keep every live row: a publish of nothing else deletes nothing
-        deletes = bool(scope - relabel)
-        result = rc.index.publish(rows, scope, rc.run_id, rc.chunk_context.config_hash, deletes)
+        if scope <= relabel:  # every live row of every document in scope: none can go
+            rows = replace(rows, whole=True)
+        result = rc.index.publish(rows, scope, rc.run_id, rc.chunk_context.config_hash)
         queue = update_queue(rc)  # the failed-document queue, once the publish committed
     summary = {
         **asdict(result),

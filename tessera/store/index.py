@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import pyarrow as pa
@@ -36,39 +36,11 @@ from tessera.store.indexes import UNCHECKED, VECTOR_INDEX_MIN_ROWS, check_vector
 from tessera.store.manifest import DocState as DocState
 from tessera.store.manifest import commit_key, read_manifest
 from tessera.store.memory import release_memory
+from tessera.store.publishing import PublishResult as PublishResult
+from tessera.store.publishing import StreamedRows as StreamedRows
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.retry import COMMIT_ATTEMPTS, retrying
 from tessera.store.schema import chunk_schema
-
-
-@dataclass(frozen=True)
-class StreamedRows:
-    """Rows to publish as a stream: ``open()`` returns a fresh reader each time (a retried
-    commit reads them again), ``num_rows`` and ``doc_ids`` say what it holds."""
-
-    open: Callable[[], pa.RecordBatchReader]
-    num_rows: int
-    doc_ids: frozenset[str]
-
-    @classmethod
-    def of(cls, table: pa.Table) -> StreamedRows:
-        ids = frozenset(table.column("doc_id").to_pylist()) if table.num_rows else frozenset()
-        return cls(
-            lambda: pa.RecordBatchReader.from_batches(table.schema, table.to_batches()), table.num_rows, ids
-        )
-
-
-@dataclass(frozen=True)
-class PublishResult:
-    committed: bool
-    version: int | None
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-    docs_changed: int = 0
-    docs_removed: int = 0
-    tag: str = ""
-
 
 _PUB_SCHEMA = pa.schema(
     [
@@ -186,11 +158,10 @@ class TenantIndex:
         return set(pc.unique(data.column("doc_id")).to_pylist())
 
     def publish(
-        self, rows: pa.Table | StreamedRows, scope: set[str], run_id: str, config: str, deletes: bool = True
+        self, rows: pa.Table | StreamedRows, scope: set[str], run_id: str, config_hash: str
     ) -> PublishResult:
-        """Replace the rows of the documents in ``scope`` by ``rows``, in one commit, read batch
-        by batch. ``deletes=False``: ``rows`` hold every live row of the scope (a relabel), so the
-        commit deletes none and does not join the whole table (400,000 rows: 298, not 949 MB)."""
+        """Replace the rows of the documents in ``scope`` by ``rows``, in one commit. A stream
+        is read batch by batch into the commit, never whole into memory."""
         if not scope:
             return PublishResult(committed=False, version=self.version())
         rows = rows if isinstance(rows, StreamedRows) else StreamedRows.of(rows)
@@ -200,7 +171,7 @@ class TenantIndex:
         tag = self._free_tag(table, run_id)
         where = f"doc_id IN ({_in_list(sorted(scope))})"
         try:
-            inserted, updated, deleted = retrying(lambda: self._merge(table, rows, where, deletes))
+            inserted, updated, deleted = retrying(lambda: self._merge(table, rows, where))
         except Exception as e:
             if is_transient_store_error(e):
                 raise TransientStoreError(
@@ -213,18 +184,18 @@ class TenantIndex:
         release_memory()  # what the commit's writer freed, before the index builds allocate
         self._refresh_indexes(table)
         result = PublishResult(True, int(table.version), inserted, updated, deleted, tag=tag)
-        self._record(table, "publish", result, run_id, config)
+        self._record(table, "publish", result, run_id, config_hash)
         return result
 
-    def _merge(self, table: Any, rows: StreamedRows, where: str, deletes: bool) -> tuple[Any, int, int]:
-        """One commit: ``rows`` replace the rows ``where`` selects (or only update and insert).
+    def _merge(self, table: Any, rows: StreamedRows, where: str) -> tuple[Any, int, int]:
+        """One commit: ``rows`` replace the rows ``where`` selects (``whole`` rows: no delete).
         Idempotent, so a retry after a throttled request cannot publish twice (the second pass
         matches every checksum). ``(None, 0, 0)`` when there is nothing to commit."""
         # an empty table (a first build) is not asked with the scope's IN list: DataFusion
         # planning one of 100,000 ids took 140 MB
         before = int(table.count_rows(where)) if table.count_rows() else 0
         if rows.num_rows == 0:
-            if before == 0 or not deletes:
+            if before == 0 or rows.whole:
                 return None, 0, 0
             table.delete(where)
             return 0, 0, before
@@ -241,7 +212,7 @@ class TenantIndex:
             )
             .when_not_matched_insert_all()
         )
-        merge = merge.when_not_matched_by_source_delete(where) if deletes else merge
+        merge = merge if rows.whole else merge.when_not_matched_by_source_delete(where)
         res = merge.execute(rows.open().cast(self.schema))
         return res.num_inserted_rows, res.num_updated_rows, res.num_deleted_rows
 

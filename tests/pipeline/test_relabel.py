@@ -9,6 +9,7 @@ work: the newly allowed group sees the document at once; texts, vectors and ids 
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -168,9 +169,10 @@ def _with(doc: SourceDocument, **changes: Any) -> SourceDocument:
 def test_a_relabel_only_publish_deletes_nothing_and_a_content_change_still_does(
     ws: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A publish of relabels alone commits without ``merge_insert``'s delete of the scope's
-    unmatched rows (the clause that joins the whole table): its rows are every live row of
-    the scope. With a content change in the same run, or alone, the stale rows still go."""
+    """A publish of relabels alone hands its rows as ``whole`` and commits without
+    ``merge_insert``'s delete of the scope's unmatched rows (the clause that joins the whole
+    table): they are every live row of the scope. With a content change in the same run, or
+    alone, the stale rows still go."""
     from tessera.store.index import TenantIndex
 
     src = ws.tenant("acme", FILES, users=USERS)
@@ -178,9 +180,9 @@ def test_a_relabel_only_publish_deletes_nothing_and_a_content_change_still_does(
     asked: list[bool] = []
     publish = TenantIndex.publish
 
-    def spy(self: TenantIndex, *args: Any, **kw: Any) -> Any:
-        asked.append(args[4] if len(args) > 4 else kw.get("deletes", True))
-        return publish(self, *args, **kw)
+    def spy(self: TenantIndex, rows: StreamedRows, *args: Any) -> Any:
+        asked.append(not rows.whole)  # whether the commit may delete
+        return publish(self, rows, *args)
 
     monkeypatch.setattr(TenantIndex, "publish", spy)
     _policy(src, [{"match": "a.md", "groups": ["legal"]}])
@@ -197,10 +199,10 @@ def test_a_relabel_only_publish_deletes_nothing_and_a_content_change_still_does(
     assert {tuple(r["groups"]) for r in rows if r["doc_id"] == "a.md"} == {("board",)}
 
 
-def test_a_publish_without_deletes_keeps_rows_it_does_not_name(ws: Any) -> None:
-    """``TenantIndex.publish(deletes=False)`` updates and inserts only: a live row of a scoped
-    document missing from the rows stays (with deletes it goes), and an empty set of rows
-    commits nothing."""
+def test_a_publish_of_whole_rows_keeps_rows_it_does_not_name(ws: Any) -> None:
+    """Rows marked ``whole`` (a relabel's: every live row of the scope) are updated and
+    inserted only: a live row of a scoped document missing from them stays (without the mark
+    it goes), and an empty set of them commits nothing."""
     ws.tenant("acme", FILES, users=USERS)
     ws.run("acme", "r1")
     index = ws.context("acme").index
@@ -210,9 +212,10 @@ def test_a_publish_without_deletes_keeps_rows_it_does_not_name(ws: Any) -> None:
     assert table is not None
     data = table.to_arrow()
     keep = data.filter(pc.equal(data["id"], live[0]["id"]))
-    kept = index.publish(keep, {"a.md"}, "r2", "cfg", deletes=False)
+    kept = index.publish(replace(StreamedRows.of(keep), whole=True), {"a.md"}, "r2", "cfg")
     assert kept.deleted == 0 and len([r for r in ws.rows("acme") if r["doc_id"] == "a.md"]) == len(live)
-    assert not index.publish(keep.slice(0, 0), {"a.md"}, "r3", "cfg", deletes=False).committed
+    empty = replace(StreamedRows.of(keep.slice(0, 0)), whole=True)
+    assert not index.publish(empty, {"a.md"}, "r3", "cfg").committed
     gone = index.publish(keep, {"a.md"}, "r4", "cfg")
     assert gone.deleted == len(live) - 1 and [r["id"] for r in ws.rows("acme") if r["doc_id"] == "a.md"] == [
         live[0]["id"]
