@@ -41,6 +41,7 @@ from tessera.store.publishing import StreamedRows as StreamedRows
 from tessera.store.restore import RestoreGuard, RestorePlan, check_plan, plan_restore
 from tessera.store.retry import COMMIT_ATTEMPTS, retrying
 from tessera.store.schema import chunk_schema
+from tessera.store.scoped_merge import SCOPED_MIN_ROWS, scoped_merge
 
 _PUB_SCHEMA = pa.schema(
     [
@@ -193,7 +194,8 @@ class TenantIndex:
         matches every checksum). ``(None, 0, 0)`` when there is nothing to commit."""
         # an empty table (a first build) is not asked with the scope's IN list: DataFusion
         # planning one of 100,000 ids took 140 MB
-        before = int(table.count_rows(where)) if table.count_rows() else 0
+        total = int(table.count_rows())
+        before = int(table.count_rows(where)) if total else 0
         if rows.num_rows == 0:
             if before == 0 or rows.whole:
                 return None, 0, 0
@@ -203,6 +205,8 @@ class TenantIndex:
             # committed sees the rows and merges, which matches every checksum: no second copy)
             append_rows(table, rows.open().cast(self.schema))
             return rows.num_rows, 0, 0
+        if total >= SCOPED_MIN_ROWS and not rows.whole:  # the by-source delete would join it all
+            return scoped_merge(table, rows.open().cast(self.schema), where)
         merge = (
             table.merge_insert("id")
             .when_matched_update_all(
