@@ -5,8 +5,10 @@ update of changed rows, insert of new rows, and delete of stale rows scoped to t
 or removed doc ids. When none of those documents has a live row (a first build, or documents
 new to the tenant) the commit is a streamed append instead: ``merge_insert`` holds its whole
 source in memory (+560 MB for 40,000 rows), an append (:mod:`tessera.store.append`) a bounded
-buffer. Nothing changed means nothing committed. Each commit is tagged with its run id and
-logged in the tenant's ``publications__{tenant}`` table.
+buffer. On a table of ``SCOPED_MIN_ROWS`` rows or more the commit is one Lance transaction
+that reads only the scope (:mod:`tessera.store.scoped_merge`): ``merge_insert``'s delete joins
+the whole table. Nothing changed means nothing committed. Each commit is tagged with its run
+id and logged in the tenant's ``publications__{tenant}`` table.
 """
 
 from __future__ import annotations
