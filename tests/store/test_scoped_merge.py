@@ -198,3 +198,37 @@ def test_the_scoped_replace_on_s3(
     with scoped(False):
         _publish(local, change, {"a.md"}, "r2")
     assert _live(remote) == _live(local)
+
+
+@pytest.mark.parametrize("rows", [index_module.SCOPED_MIN_ROWS - 1, index_module.SCOPED_MIN_ROWS])
+def test_the_threshold_picks_the_commit_by_the_table_rows(tmp_path: Path, rows: int) -> None:
+    """At the real threshold, not a patched one: a table one row short of it merges with
+    ``merge_insert``; a table at it takes the scoped commit and never calls ``merge_insert``."""
+    index = _index(tmp_path / "db")
+    per_doc = 10
+    docs = [(f"d{n:05d}.md", i, "c1", "m1", "p1") for n in range(rows // per_doc) for i in range(per_doc)]
+    extra = [("z.md", i, "c1", "m1", "p1") for i in range(rows % per_doc)]
+    scope = {d for d, *_ in docs + extra}
+    index.publish(_table(docs + extra), scope, "r1", "h")
+    table = index.table()
+    assert table is not None and table.count_rows() == rows
+    calls: list[str] = []
+    real_scoped, real_merge = index_module.scoped_merge, type(table).merge_insert
+
+    def spy_scoped(*a: Any, **k: Any) -> Any:
+        calls.append("scoped")
+        return real_scoped(*a, **k)
+
+    def spy_merge(self: Any, on: Any) -> Any:
+        calls.append("merge_insert")
+        return real_merge(self, on)
+
+    change = [("d00000.md", 0, "c2", "m1", "p1"), ("d00000.md", 99, "c1", "m1", "p1")]
+    with (
+        mock.patch.object(index_module, "scoped_merge", spy_scoped),
+        mock.patch.object(type(table), "merge_insert", spy_merge),
+    ):
+        assert _publish(index, change, {"d00000.md"}, "r2") == (True, 1, 1, per_doc - 1)
+    assert calls == (["scoped"] if rows >= index_module.SCOPED_MIN_ROWS else ["merge_insert"])
+    table = index.table()
+    assert table is not None and table.count_rows() == rows - per_doc + 2
