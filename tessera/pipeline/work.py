@@ -36,8 +36,16 @@ from tessera.types import Chunk, SourceDocument
 
 
 def parsed_file(doc_id: str) -> str:
-    """The staged parse of one document: ``parsed/<sha256(doc_id)[:32]>.json``."""
-    return hashlib.sha256(doc_id.encode()).hexdigest()[:32] + ".json"
+    """The staged parse of one document, under ``parsed/``: ``<h[:2]>/<h>.json``, with ``h`` the
+    first 32 hex digits of sha256(doc_id).
+
+    Spread over up to 256 folders, as git spreads its objects: every parse is created and
+    renamed into its folder, and two workers doing that in one folder queue on its lock in
+    the kernel. Measured with two processes parsing the halves of 2,000 documents at once:
+    in one folder 1.30-1.41 s each, 0.42-0.52 s of it in the kernel; in folders of their own
+    1.13-1.20 s, 0.21-0.31 s in the kernel (three pairs each)."""
+    h = hashlib.sha256(doc_id.encode()).hexdigest()[:32]
+    return f"{h[:2]}/{h}.json"
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,12 @@ def _parse_one(task: ParseTask, doc: SourceDocument) -> ParseOutcome:
         return ParseOutcome(doc.doc_id, Quarantine(doc.doc_id, "parser_crash", repr(e)))
     out = task.parsed_dir / parsed_file(doc.doc_id)
     tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(parsed_to_json(result)), encoding="utf-8")
+    staged = json.dumps(parsed_to_json(result))
+    try:
+        tmp.write_text(staged, encoding="utf-8")
+    except FileNotFoundError:  # its folder's first parse (a mkdir for every parse locks the parent)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(staged, encoding="utf-8")
     tmp.replace(out)
     if task.cache_dir is not None and cached is None:  # adopted into the cache by the publish
         parse_cache.store(_pending(task), doc, result, out)
