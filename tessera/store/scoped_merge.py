@@ -13,13 +13,17 @@ A content change of 1 % paid for the whole table.
    ``id``, change columns and row addresses only;
 2. the source is streamed once into new data files, keeping the rows ``merge_insert`` would
    insert or update (an id not live, or live with another ``checksum`` or ``meta_hash``, or
-   another non-null ``parser_version``: SQL's ``!=`` is null when either side is null);
-3. the live rows replaced or gone from the source get deletion vectors, per data file, by id
-   (``LanceFragment.delete``: reads that file's ``id`` column);
+   another non-null ``parser_version``: SQL's ``!=`` is null when either side is null),
+   matched against the live rows a batch at a time in Arrow (:class:`_Matcher`);
+3. the live rows replaced or gone from the source get deletion vectors, per data file, by the
+   row addresses step 1 read (``LanceFragment.delete_rows``: no column of the file is read);
 4. one commit holds the deletions and the new files, against the version read in step 1.
 
 Same rows, same counts (inserted, updated, deleted) and a new version even when nothing
-changed, as ``merge_insert`` commits. Same 400,000 rows: 0.03–0.05 s and 250 MB peak. The one
+changed, as ``merge_insert`` commits. Same 400,000 rows: 0.03–0.05 s and 250 MB peak. Steps 2
+and 3 were a Python loop over the rows and a delete by ``id IN (...)`` per data file (which
+reads the file's ``id`` column): twice as long on large changes (10 % of the documents: 0.49–0.52
+against 0.24–0.28 s, 25 %: 1.09–1.11 against 0.54–0.55 s; two runs each, side by side). The one
 case where the two could differ cannot arise: a staged id live in a document outside the
 scope (``merge_insert`` would move that row, this would add a second), since a chunk id hashes
 its own document's id (:func:`tessera.chunking.identity.chunk_id`).
@@ -30,32 +34,62 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tessera.errors import PublishError
 from tessera.store.append import CACHE_BYTES, ROWS_PER_FILE
-from tessera.store.db import sql_str
 
 SCOPED_MIN_ROWS = 50_000
 """Tables of at least this many rows take :func:`scoped_merge`; smaller ones ``merge_insert``,
 whose whole-table join costs about 0.04 s and 60 MB more there (40,000 rows: 0.06 s and 307 MB
 against 0.02 s and 248 MB), and which the rest of the test suite exercises."""
 _KEYS = ("checksum", "meta_hash", "parser_version")
-
-Key = tuple[Any, Any, Any]
-
-
-def _changed(live: Key | None, new: Key) -> bool:
-    """Whether ``merge_insert`` would write the source row: not live, or its update condition
-    (``target.checksum != source.checksum OR ...``) true in SQL's three-valued logic."""
-    if live is None:
-        return True
-    return any(a is not None and b is not None and a != b for a, b in zip(live, new, strict=True))
+_OFFSET = (1 << 32) - 1
+"""A row address is its data file's id in the high 32 bits and its row's offset in the file
+in the low 32 (Lance's ``_rowaddr``)."""
 
 
-def _keys(batch: pa.RecordBatch | pa.Table) -> list[Key]:
-    return list(zip(*(batch.column(c).to_pylist() for c in _KEYS), strict=True))
+class _Matcher:
+    """The source's rows against the scope's live rows (``id``, the change columns and
+    ``_rowaddr``), a batch at a time, in Arrow: which rows to write, how many are new, and
+    which live rows (by position) the source replaced or named at all."""
+
+    def __init__(self, live: pa.Table) -> None:
+        self.ids = live.column("id").combine_chunks()
+        self.keys = [live.column(key).combine_chunks() for key in _KEYS]
+        self.seen: set[str] = set()
+        self.named = np.zeros(live.num_rows, dtype=bool)
+        self.replaced = np.zeros(live.num_rows, dtype=bool)
+        self.inserted = 0
+
+    def write(self, batch: pa.RecordBatch) -> pa.Array:
+        """Whether ``merge_insert`` would write each row of ``batch``: its id not live, or its
+        update condition (``target.checksum != source.checksum OR ...``) true in SQL's
+        three-valued logic, where ``!=`` is null when either side is null (not true)."""
+        self._refuse_repeats(batch.column("id").to_pylist())
+        at = pc.index_in(batch.column("id"), value_set=self.ids)  # null: not live
+        live = pc.is_valid(at)
+        write = pc.invert(live)
+        for live_key, key in zip(self.keys, _KEYS, strict=True):
+            differs = pc.not_equal(pc.take(live_key, at), batch.column(key))
+            write = pc.or_(write, pc.fill_null(differs, False))
+        self.named[at.drop_null().to_numpy(zero_copy_only=False)] = True
+        self.replaced[pc.filter(at, pc.and_(write, live)).to_numpy(zero_copy_only=False)] = True
+        self.inserted += batch.num_rows - int(pc.sum(live).as_py() or 0)
+        return write
+
+    def _refuse_repeats(self, ids: list[str]) -> None:
+        fresh = set(ids)
+        if len(fresh) == len(ids) and self.seen.isdisjoint(fresh):
+            self.seen |= fresh
+            return
+        before: set[str] = set()
+        for row_id in ids:  # the first repeat, for the message
+            if row_id in self.seen or row_id in before:
+                raise PublishError(f"staged rows repeat the id {row_id!r}")
+            before.add(row_id)
 
 
 def scoped_merge(table: Any, rows: pa.RecordBatchReader, where: str) -> tuple[int, int, int]:
@@ -66,62 +100,57 @@ def scoped_merge(table: Any, rows: pa.RecordBatchReader, where: str) -> tuple[in
     import lance
 
     ds = table.to_lance()
-    live_rows = ds.to_table(columns=["id", *_KEYS], filter=where, with_row_address=True)
-    live = dict(zip(live_rows.column("id").to_pylist(), _keys(live_rows), strict=True))
-    seen: set[str] = set()
-    counts = [0, 0]  # inserted, updated
-    replaced: set[str] = set()
+    live = ds.to_table(columns=["id", *_KEYS], filter=where, with_row_address=True)
+    match = _Matcher(live)
+
+    refused: list[PublishError] = []
 
     def kept() -> Iterator[pa.RecordBatch]:
         for batch in rows:
-            ids = batch.column("id").to_pylist()
-            keep = []
-            for row_id, key in zip(ids, _keys(batch), strict=True):
-                if row_id in seen:
-                    raise PublishError(f"staged rows repeat the id {row_id!r}")
-                seen.add(row_id)
-                old = live.get(row_id)
-                keep.append(_changed(old, key))
-                if keep[-1]:
-                    counts[old is not None] += 1
-                    if old is not None:
-                        replaced.add(row_id)
-            if any(keep):
-                yield batch.filter(pa.array(keep))
+            try:
+                write = match.write(batch)
+            except PublishError as e:  # Lance, reading this stream, reports it as its own OSError
+                refused.append(e)
+                raise
+            if pc.any(write).as_py():
+                yield batch.filter(write)
 
     try:
-        new = lance.fragment.write_fragments(
-            pa.RecordBatchReader.from_batches(rows.schema, kept()),
-            ds,
-            schema=rows.schema,
-            max_rows_per_file=ROWS_PER_FILE,
-            data_cache_bytes=CACHE_BYTES,
-            data_storage_version=ds.data_storage_version,
-        )
-        gone = replaced | (live.keys() - seen)
-        removed, updated = _delete(ds, live_rows, gone)
+        try:
+            new = lance.fragment.write_fragments(
+                pa.RecordBatchReader.from_batches(rows.schema, kept()),
+                ds,
+                schema=rows.schema,
+                max_rows_per_file=ROWS_PER_FILE,
+                data_cache_bytes=CACHE_BYTES,
+                data_storage_version=ds.data_storage_version,
+            )
+        except Exception as e:
+            if refused:
+                raise refused[0] from e
+            raise
+        gone = match.replaced | ~match.named
+        addresses = live.column("_rowaddr").to_numpy()[gone]
+        removed, updated = _delete(ds, addresses)
         op = lance.LanceOperation.Update(
             removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new
         )
         lance.LanceDataset.commit(ds, op, read_version=ds.version)
     finally:
         table.checkout_latest()
-    return counts[0], counts[1], len(gone) - counts[1]
+    replaced = int(match.replaced.sum())
+    return match.inserted, replaced, len(addresses) - replaced
 
 
-def _delete(ds: Any, live_rows: pa.Table, gone: set[str]) -> tuple[list[int], list[Any]]:
-    """Deletion vectors for the ``gone`` ids, per data file: the ids of the files left empty,
-    and the new metadata of the others."""
-    if not gone:
-        return [], []
-    hit = live_rows.filter(pc.is_in(live_rows.column("id"), pa.array(sorted(gone), pa.string())))
-    by_file: dict[int, list[str]] = {}
-    for address, row_id in zip(hit.column("_rowaddr").to_pylist(), hit.column("id").to_pylist(), strict=True):
-        by_file.setdefault(int(address) >> 32, []).append(row_id)
+def _delete(ds: Any, addresses: np.ndarray) -> tuple[list[int], list[Any]]:
+    """Deletion vectors for the rows at ``addresses``, per data file: the ids of the files left
+    empty, and the new metadata of the others."""
+    files = addresses >> 32
     removed: list[int] = []
     updated: list[Any] = []
-    for file_id, ids in sorted(by_file.items()):
-        meta = ds.get_fragment(file_id).delete(f"id IN ({', '.join(sql_str(i) for i in sorted(ids))})")
+    for file_id in np.unique(files).tolist():
+        offsets = (addresses[files == file_id] & _OFFSET).tolist()
+        meta = ds.get_fragment(file_id).delete_rows(offsets)
         if meta is None:
             removed.append(file_id)
         else:

@@ -232,3 +232,36 @@ def test_the_threshold_picks_the_commit_by_the_table_rows(tmp_path: Path, rows: 
     assert calls == (["scoped"] if rows >= index_module.SCOPED_MIN_ROWS else ["merge_insert"])
     table = index.table()
     assert table is not None and table.count_rows() == rows - per_doc + 2
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.integers(1, 4), data=st.data())
+def test_a_source_in_many_batches_is_one_source(tmp_path: Path, size: int, data: st.DataObject) -> None:
+    """Rows are matched a batch at a time: the same source cut into batches of any size gives
+    the same rows and counts as in one batch, and an id repeated across two batches is refused
+    as one repeated within a batch is."""
+    from tessera.store.scoped_merge import scoped_merge
+
+    rows = data.draw(st.lists(_row, max_size=12).map(lambda rs: list({(r[0], r[1]): r for r in rs}.values())))
+    base = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
+    results, lives = [], []
+    for name, cut in (("whole", len(rows) or 1), ("cut", size)):
+        index = _two_docs(base / name)
+        table = index.table()
+        assert table is not None
+        source = _table(rows).cast(table.schema)
+        reader = pa.RecordBatchReader.from_batches(source.schema, source.to_batches(max_chunksize=cut))
+        results.append(scoped_merge(table, reader, "doc_id IN ('a.md', 'b.md', 'c.md', 'd.md')"))
+        lives.append(_live(index))
+    assert results[0] == results[1] and lives[0] == lives[1]
+    if len(rows) > size:  # a row of the first batch again in a later one
+        index = _two_docs(base / "repeat")
+        table = index.table()
+        assert table is not None
+        before, version = _live(index), index.version()
+        source = _table([*rows, rows[0]]).cast(table.schema)
+        reader = pa.RecordBatchReader.from_batches(source.schema, source.to_batches(max_chunksize=size))
+        first = f"{rows[0][0]}-{rows[0][1]}"
+        with pytest.raises(PublishError, match=f"repeat the id '{first}'"):
+            scoped_merge(table, reader, "doc_id IN ('a.md')")
+        assert _live(index) == before and index.version() == version
