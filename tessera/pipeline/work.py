@@ -45,7 +45,9 @@ def parsed_file(doc_id: str) -> str:
     in one folder 1.30-1.41 s each, 0.42-0.52 s of it in the kernel; in folders of their own
     1.13-1.20 s, 0.21-0.31 s in the kernel; spread like this, 0.89-1.03 s, 0.06-0.19 s (three
     pairs each). In ``bench.parallel_scaling``'s whole 2-worker runs of the same documents the
-    parse step took as long either way (1.057 against 1.047 s, medians of 5, side by side)."""
+    parse step took as long either way (1.057 against 1.047 s, medians of 5, side by side); in
+    2-worker runs alone, alternated with the code before, 1.127 against 1.252 s and 1.155
+    against 1.256 s (two sets of 8 pairs, where the code before took 0.89-1.38 s)."""
     h = hashlib.sha256(doc_id.encode()).hexdigest()[:32]
     return f"{h[:2]}/{h}.json"
 
