@@ -265,3 +265,23 @@ def test_a_source_in_many_batches_is_one_source(tmp_path: Path, size: int, data:
         with pytest.raises(PublishError, match=f"repeat the id '{first}'"):
             scoped_merge(table, reader, "doc_id IN ('a.md')")
         assert _live(index) == before and index.version() == version
+
+
+def test_rows_deep_in_a_large_data_file_are_the_ones_marked(tmp_path: Path) -> None:
+    """A row address holds the row's offset in its data file in its low 32 bits, and a data
+    file holds up to 100,000 rows: a replace and a removal past the first 65,536 rows of a
+    70,000-row file mark exactly those rows, and a removal at its start exactly those."""
+    rows = [(f"d{n:05d}.md", i, "c1", "m1", "p1") for n in range(7000) for i in range(10)]
+    index = _index(tmp_path / "db")
+    index.publish(_table(rows), {d for d, *_ in rows}, "r1", "h")
+    table = index.table()
+    assert table is not None and len(table.to_lance().get_fragments()) == 1
+    change = [("d06999.md", 0, "c2", "m1", "p1")]  # the file's last ten rows: one replaced, nine gone
+    with scoped(True):
+        assert _publish(index, change, {"d06999.md", "d00000.md"}, "r2") == (True, 0, 1, 19)
+    table = index.table()
+    assert table is not None
+    ids = set(table.to_lance().to_table(columns=["id"]).column("id").to_pylist())
+    gone = {f"d06999.md-{i}" for i in range(1, 10)} | {f"d00000.md-{i}" for i in range(10)}
+    assert len(ids) == 70_000 - 19 and not ids & gone
+    assert {f"{d}-{i}" for d in ("d06998.md", "d00001.md", "d06999.md") for i in range(10)} - gone <= ids
