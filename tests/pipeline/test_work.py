@@ -58,3 +58,42 @@ def test_the_step_adds_tasks_and_refuses_counts_of_other_rows(first: list[Any], 
         _count(outcome(first, first + second), flags, tokens)
     with pytest.raises(InternalError, match="counted"):  # an outcome built without counts
         _count(ChunkOutcome(chunk_batch(first, [("", ())] * len(first)), (), empty), flags, tokens)
+
+
+def test_parses_land_in_their_folders_and_a_second_parse_replaces_them(tmp_path: Any) -> None:
+    """Staged parses are spread over folders named by their hash's first two hex digits, made
+    on a folder's first parse (also when one is removed between tasks); parsing the same
+    documents again (a re-executed step) replaces each file, never leaving a temporary one."""
+    import hashlib
+    import json
+    import shutil
+
+    from tessera.pipeline.work import ParseTask, parse_documents, parsed_file
+    from tessera.serde import parsed_from_json
+    from tessera.store.blobs import BlobStore
+    from tessera.types import SourceDocument
+
+    store = tmp_path / "index"
+    blobs = BlobStore(str(store))
+    docs = []
+    for n in range(40):
+        raw = f"# Title {n}\n\nBody {n}.\n".encode()
+        docs.append(SourceDocument("acme", f"d{n}.md", f"file:///d{n}.md", blobs.put("acme", raw),
+                                   "text/markdown", (), ("staff",), size=len(raw)))  # fmt: skip
+    parsed = tmp_path / "run" / "parsed"
+    task = ParseTask(str(store), "acme", parsed, tuple(docs))
+    first = parse_documents(task)
+    assert all(o.quarantine is None for o in first.outcomes)
+    for doc in docs:
+        h = hashlib.sha256(doc.doc_id.encode()).hexdigest()[:32]
+        assert parsed_file(doc.doc_id) == f"{h[:2]}/{h}.json"
+        assert parsed_from_json(json.loads((parsed / h[:2] / f"{h}.json").read_text())).doc_id == doc.doc_id
+    folders = {p.name for p in parsed.iterdir()}
+    assert len(folders) > 1 and all(len(f) == 2 for f in folders)
+    shutil.rmtree(parsed / sorted(folders)[0])  # a folder gone between two tasks is made again
+    before = {p: p.stat().st_ino for p in parsed.rglob("*.json")}
+    again = parse_documents(task)
+    assert [o.doc_id for o in again.outcomes] == [d.doc_id for d in docs]
+    after = {p: p.stat().st_ino for p in parsed.rglob("*.json")}
+    assert len(after) == len(docs) and not list(parsed.rglob(".*"))
+    assert all(after[p] != ino for p, ino in before.items())  # replaced, not written in place
