@@ -285,3 +285,59 @@ def test_rows_deep_in_a_large_data_file_are_the_ones_marked(tmp_path: Path) -> N
     gone = {f"d06999.md-{i}" for i in range(1, 10)} | {f"d00000.md-{i}" for i in range(10)}
     assert len(ids) == 70_000 - 19 and not ids & gone
     assert {f"{d}-{i}" for d in ("d06998.md", "d00001.md", "d06999.md") for i in range(10)} - gone <= ids
+
+
+_id_text = st.text(alphabet=st.sampled_from(["a", "b", "\x00", "é", "-"]), max_size=4)
+_one_byte = st.sampled_from(["a", "b", "\x00", "-"])
+_uniform_ids = st.integers(1, 3).flatmap(
+    lambda w: st.lists(st.text(alphabet=_one_byte, min_size=w, max_size=w), unique=True)
+)
+
+
+def _first_byte_keys(data: Any) -> Any:
+    """A key that collides on purpose: ids of one first byte share it."""
+    return data.view("uint8").reshape(len(data), -1)[:, 0].astype("uint64")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    live=st.one_of(_uniform_ids, st.lists(_id_text, unique=True)),
+    colliding=st.booleans(),
+    data=st.data(),
+)
+def test_live_positions_are_each_ids_place_among_the_live_ids(
+    live: list[str], colliding: bool, data: st.DataObject
+) -> None:
+    """Each batch id's position among the live ids, or none, as a dict would say, on either
+    path: ids all of one byte length (keys sorted once, binary-searched; NUL bytes and
+    multi-byte characters included) or of several (looked up per batch); arrays sliced out of
+    larger ones; batch ids of other lengths than the live ones. With a key that collides on
+    purpose, two live ids of one key take the per-batch lookup, and a batch id sharing a live
+    id's key but not its bytes is not taken for it."""
+    import tessera.store.scoped_merge as module
+
+    batch = data.draw(st.lists(st.sampled_from(live) | _id_text if live else _id_text, unique=True))
+    pad = data.draw(st.integers(0, 2))
+    live_ids = pa.array(["pad"] * pad + live + ["pad"], pa.string()).slice(pad, len(live))
+    batch_ids = pa.array(["x"] * pad + batch, pa.string()).slice(pad)
+    keys = _first_byte_keys if colliding else module._keys
+    with mock.patch.object(module, "_keys", keys):
+        lookup = module._LiveIds(live_ids)
+        got = lookup.positions(batch_ids).to_pylist()
+    widths = {len(i.encode()) for i in live}
+    distinct = len({i.encode()[:1] for i in live}) == len(live) if colliding else True
+    assert bool(lookup.width) == (len(widths) == 1 and 0 not in widths and distinct)  # which path
+    where = {row_id: n for n, row_id in enumerate(live)}
+    assert got == [where.get(i) for i in batch]
+
+
+def test_chunk_ids_are_sorted_once_not_looked_up_per_batch() -> None:
+    """Chunk ids are sha256 hex, all 64 bytes: the scope's ids take the sorted path, whose
+    cost per batch grows with the log of the scope, not the scope."""
+    from tessera.chunking.identity import chunk_id
+    from tessera.store.scoped_merge import _LiveIds
+
+    ids = [chunk_id("acme", f"d{n}.md", "r", 0, n, "h", "m") for n in range(50)]
+    lookup = _LiveIds(pa.array(ids))
+    assert lookup.width == 64
+    assert lookup.positions(pa.array([ids[7], "x" * 64, ids[0]])).to_pylist() == [7, None, 0]
