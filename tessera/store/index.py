@@ -6,9 +6,10 @@ or removed doc ids. When none of those documents has a live row (a first build, 
 new to the tenant) the commit is a streamed append instead: ``merge_insert`` holds its whole
 source in memory (+560 MB for 40,000 rows), an append (:mod:`tessera.store.append`) a bounded
 buffer. On a table of ``SCOPED_MIN_ROWS`` rows or more the commit is one Lance transaction
-that reads only the scope (:mod:`tessera.store.scoped_merge`): ``merge_insert``'s delete joins
-the whole table. Nothing changed means nothing committed. Each commit is tagged with its run
-id and logged in the tenant's ``publications__{tenant}`` table.
+that reads only the scope (:mod:`tessera.store.scoped_merge`), relabels included:
+``merge_insert`` joins the whole table, its delete all of it. Nothing changed means nothing
+committed. Each commit is tagged with its run id and logged in the tenant's
+``publications__{tenant}`` table.
 """
 
 from __future__ import annotations
@@ -207,8 +208,8 @@ class TenantIndex:
             # committed sees the rows and merges, which matches every checksum: no second copy)
             append_rows(table, rows.open().cast(self.schema))
             return rows.num_rows, 0, 0
-        if total >= SCOPED_MIN_ROWS and not rows.whole:  # the by-source delete would join it all
-            return scoped_merge(table, rows.open().cast(self.schema), where)
+        if total >= SCOPED_MIN_ROWS:  # merge_insert joins the whole table (the by-source delete all of it)
+            return scoped_merge(table, rows.open().cast(self.schema), where, whole=rows.whole)
         merge = (
             table.merge_insert("id")
             .when_matched_update_all(

@@ -173,11 +173,15 @@ class _Matcher:
             before.add(row_id)
 
 
-def scoped_merge(table: Any, rows: pa.RecordBatchReader, where: str) -> tuple[int, int, int]:
+def scoped_merge(
+    table: Any, rows: pa.RecordBatchReader, where: str, whole: bool = False
+) -> tuple[int, int, int]:
     """Replace the rows ``where`` selects by ``rows`` in one commit of the LanceDB ``table``:
     ``(inserted, updated, deleted)``, as ``merge_insert`` on ``id`` with the update condition
-    above and the by-source delete of ``where`` counts them. The handle moves to the latest
-    version whether or not the commit returned."""
+    above and the by-source delete of ``where`` counts them. ``whole`` (a relabel's rows,
+    every live row of the scope): live rows the source does not name stay, as ``merge_insert``
+    without the by-source delete keeps them. The handle moves to the latest version whether
+    or not the commit returned."""
     import lance
 
     ds = table.to_lance()
@@ -210,7 +214,7 @@ def scoped_merge(table: Any, rows: pa.RecordBatchReader, where: str) -> tuple[in
             if refused:
                 raise refused[0] from e
             raise
-        gone = match.replaced | ~match.named
+        gone = match.replaced if whole else match.replaced | ~match.named
         addresses = live.column("_rowaddr").to_numpy()[gone]
         removed, updated = _delete(ds, addresses)
         op = lance.LanceOperation.Update(

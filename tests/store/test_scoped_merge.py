@@ -103,6 +103,35 @@ def test_same_rows_counts_and_versions_as_merge_insert(tmp_path: Path, steps: li
                 table.to_lance().optimize.compact_files()
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(_step, st.booleans()), min_size=1, max_size=5))
+def test_whole_rows_match_merge_insert_without_its_delete(tmp_path: Path, steps: list[Any]) -> None:
+    """Rows marked ``whole`` (a relabel's) through the scoped commit: the same rows, counts
+    and versions as ``merge_insert`` without the by-source delete, live rows they do not
+    name kept, mixed with ordinary publishes (their delete kept) and compactions."""
+    from dataclasses import replace
+
+    from tessera.store.publishing import StreamedRows
+
+    base = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
+    merged, scoped_index = _index(base / "merge"), _index(base / "scoped")
+    for n, ((rows, scope, compact), whole) in enumerate(steps):
+        chosen = list({(d, i): (d, i, c, m, p) for d, i, c, m, p in rows if d in scope}.values())
+        results = []
+        for index, on in ((merged, False), (scoped_index, True)):
+            with scoped(on):
+                r = index.publish(replace(StreamedRows.of(_table(chosen)), whole=whole), scope, f"r{n}", "h")
+            results.append((r.committed, r.inserted, r.updated, r.deleted))
+        assert results[1] == results[0]
+        assert not whole or results[0][3] == 0
+        assert _live(scoped_index) == _live(merged) and scoped_index.version() == merged.version()
+        if compact:
+            for index in (merged, scoped_index):
+                table = index.table()
+                assert table is not None
+                table.to_lance().optimize.compact_files()
+
+
 def _two_docs(path: Path | str) -> TenantIndex:
     index = _index(path)
     index.publish(_table([("a.md", i, "c1", "m1", "p1") for i in range(4)] + [("b.md", 0, "c1", "m1", "p1")]),
@@ -200,18 +229,9 @@ def test_the_scoped_replace_on_s3(
     assert _live(remote) == _live(local)
 
 
-@pytest.mark.parametrize("rows", [index_module.SCOPED_MIN_ROWS - 1, index_module.SCOPED_MIN_ROWS])
-def test_the_threshold_picks_the_commit_by_the_table_rows(tmp_path: Path, rows: int) -> None:
-    """At the real threshold, not a patched one: a table one row short of it merges with
-    ``merge_insert``; a table at it takes the scoped commit and never calls ``merge_insert``."""
-    index = _index(tmp_path / "db")
-    per_doc = 10
-    docs = [(f"d{n:05d}.md", i, "c1", "m1", "p1") for n in range(rows // per_doc) for i in range(per_doc)]
-    extra = [("z.md", i, "c1", "m1", "p1") for i in range(rows % per_doc)]
-    scope = {d for d, *_ in docs + extra}
-    index.publish(_table(docs + extra), scope, "r1", "h")
-    table = index.table()
-    assert table is not None and table.count_rows() == rows
+@contextmanager
+def _commits(table: Any) -> Iterator[list[str]]:
+    """Which commit each publish takes: a spy on the scoped commit and on ``merge_insert``."""
     calls: list[str] = []
     real_scoped, real_merge = index_module.scoped_merge, type(table).merge_insert
 
@@ -223,15 +243,58 @@ def test_the_threshold_picks_the_commit_by_the_table_rows(tmp_path: Path, rows: 
         calls.append("merge_insert")
         return real_merge(self, on)
 
-    change = [("d00000.md", 0, "c2", "m1", "p1"), ("d00000.md", 99, "c1", "m1", "p1")]
     with (
         mock.patch.object(index_module, "scoped_merge", spy_scoped),
         mock.patch.object(type(table), "merge_insert", spy_merge),
     ):
+        yield calls
+
+
+def _table_of(path: Path, rows: int, per_doc: int = 10) -> TenantIndex:
+    index = _index(path)
+    docs = [(f"d{n:05d}.md", i, "c1", "m1", "p1") for n in range(rows // per_doc) for i in range(per_doc)]
+    extra = [("z.md", i, "c1", "m1", "p1") for i in range(rows % per_doc)]
+    index.publish(_table(docs + extra), {d for d, *_ in docs + extra}, "r1", "h")
+    return index
+
+
+@pytest.mark.parametrize("rows", [index_module.SCOPED_MIN_ROWS - 1, index_module.SCOPED_MIN_ROWS])
+def test_the_threshold_picks_the_commit_by_the_table_rows(tmp_path: Path, rows: int) -> None:
+    """At the real threshold, not a patched one: a table one row short of it merges with
+    ``merge_insert``; a table at it takes the scoped commit and never calls ``merge_insert``."""
+    per_doc = 10
+    index = _table_of(tmp_path / "db", rows, per_doc)
+    table = index.table()
+    assert table is not None and table.count_rows() == rows
+    change = [("d00000.md", 0, "c2", "m1", "p1"), ("d00000.md", 99, "c1", "m1", "p1")]
+    with _commits(table) as calls:
         assert _publish(index, change, {"d00000.md"}, "r2") == (True, 1, 1, per_doc - 1)
     assert calls == (["scoped"] if rows >= index_module.SCOPED_MIN_ROWS else ["merge_insert"])
     table = index.table()
     assert table is not None and table.count_rows() == rows - per_doc + 2
+
+
+@pytest.mark.parametrize("rows", [index_module.SCOPED_MIN_ROWS - 1, index_module.SCOPED_MIN_ROWS])
+def test_a_relabel_at_the_threshold_takes_the_scoped_commit(tmp_path: Path, rows: int) -> None:
+    """Whole rows (a relabel's) take the same commit as other rows at the real threshold: a
+    document's rows with a new ``meta_hash`` are updated, a live row they do not name stays."""
+    from dataclasses import replace
+
+    from tessera.store.publishing import StreamedRows
+
+    index = _table_of(tmp_path / "db", rows)
+    table = index.table()
+    assert table is not None
+    relabel = [("d00000.md", i, "c1", "m2", "p1") for i in range(9)]  # row 9 not named
+    with _commits(table) as calls:
+        r = index.publish(replace(StreamedRows.of(_table(relabel)), whole=True), {"d00000.md"}, "r2", "h")
+    assert (r.committed, r.inserted, r.updated, r.deleted) == (True, 0, 9, 0)
+    assert calls == (["scoped"] if rows >= index_module.SCOPED_MIN_ROWS else ["merge_insert"])
+    table = index.table()
+    assert table is not None and table.count_rows() == rows
+    metas = table.search().where("doc_id = 'd00000.md'").select(["id", "meta_hash"]).limit(None).to_arrow()
+    got = zip(metas.column("id").to_pylist(), metas.column("meta_hash").to_pylist(), strict=True)
+    assert sorted(got) == sorted([(f"d00000.md-{i}", "m2") for i in range(9)] + [("d00000.md-9", "m1")])
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
