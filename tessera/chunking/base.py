@@ -18,6 +18,11 @@ EmbedHook = Callable[[Sequence[str]], npt.NDArray[np.float32]]
 """Document texts -> L2-normalized rows (``Embedder.embed_documents``); used by ``semantic``."""
 
 
+def flag_name(flag: str) -> str:
+    """The name a flag counts by: ``rows:3-9`` and ``part:2/5`` count as ``rows`` and ``part``."""
+    return flag.split(":", 1)[0]
+
+
 @dataclass
 class ChunkStats:
     """Costs chunkers report while they run (mutable; shared by every copy of a context).

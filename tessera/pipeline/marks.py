@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tessera.chunking.base import flag_name
 from tessera.errors import InternalError
 
 Outcome = tuple[str, bool, Sequence[str]]
@@ -38,11 +39,6 @@ def marked(batch: pa.RecordBatch, outcomes: Sequence[Outcome], mark: Sequence[st
             flags[i] = list(dict.fromkeys([*(flags[i] or ()), *mark]))
         cols["flags"] = pa.array(flags, pa.list_(pa.string()))
     return pa.RecordBatch.from_arrays([cols[n] for n in names], schema=batch.schema)
-
-
-def flag_name(flag: str) -> str:
-    """The name a flag counts by: ``rows:3-9`` and ``part:2/5`` count as ``rows`` and ``part``."""
-    return flag.split(":", 1)[0]
 
 
 def flag_counts(batch: pa.RecordBatch) -> Counter[str]:

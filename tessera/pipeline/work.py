@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from tessera.chunking.base import ChunkContext, ChunkStats
+from tessera.chunking.base import ChunkContext, ChunkStats, flag_name
 from tessera.chunking.dedup_columns import own_marks
 from tessera.chunking.minhash import MinHasher, SketchBatch, sketch
 from tessera.chunking.profile import DedupConfig
@@ -28,7 +28,6 @@ from tessera.parsing.base import get_parser
 from tessera.parsing.dispatch import parse_document
 from tessera.parsing.validity import check_text_bytes
 from tessera.pipeline import parse_cache
-from tessera.pipeline.marks import flag_name
 from tessera.pipeline.staging import chunk_batch
 from tessera.serde import parsed_from_json, parsed_to_json
 from tessera.store.blobs import BlobStore
@@ -157,7 +156,7 @@ class ChunkTask:
 
 @dataclass(frozen=True)
 class BatchCounts:
-    """Chunks per flag name (:func:`~tessera.pipeline.marks.flag_name`), and the count, sum
+    """Chunks per flag name (:func:`~tessera.chunking.base.flag_name`), and the count, sum
     and largest of the chunks' token counts."""
 
     flags: tuple[tuple[str, int], ...] = ()
