@@ -227,3 +227,23 @@ def test_the_run_keeps_the_cache_with_the_tenant_state(
     reads = folder_reads(monkeypatch)
     out = ws.run("acme", "r3")
     assert reads == [] and out["listing"]["unchanged"] == 5
+
+
+def test_the_walk_keeps_of_each_stat_what_the_listing_uses(tmp_path: Path, src: Path) -> None:
+    """The walk holds a few fields of each file's ``lstat``, not the ``stat_result``: the
+    cache's signatures and the documents' modification times are those of the full stat (a
+    cache written before still hits), and a second listing takes every file from the cache."""
+    from datetime import UTC, datetime
+
+    c = cache(tmp_path / "state")
+    listing = FolderConnector("acme", src, DEFAULT, c).list()
+    entries = json.loads(c.path.read_text("utf-8"))["entries"]
+    assert len(listing.documents) == len(entries) == 60
+    for doc in listing.documents:
+        st = os.lstat(src / doc.doc_id)
+        assert (
+            entries[doc.doc_id]["signature"]
+            == f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
+        )
+        assert doc.modified_at == datetime.fromtimestamp(st.st_mtime, tz=UTC)
+    assert FolderConnector("acme", src, DEFAULT, c).list() == listing and c.last.hits == 60
