@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -22,6 +23,7 @@ import tessera.store.index as index_module
 from tessera.errors import PublishError
 from tessera.store.db import connect
 from tessera.store.index import TenantIndex
+from tessera.store.publishing import StreamedRows
 from tessera.store.schema import chunk_schema
 from tests.s3server import MotoS3
 from tests.test_s3_source import admin, moto, new_bucket  # noqa: F401
@@ -62,9 +64,19 @@ def _index(path: Path | str) -> TenantIndex:
     return TenantIndex(connect(str(path)), "acme", "m-1", 4)
 
 
-def _publish(index: TenantIndex, rows: Sequence[Row], scope: set[str], run: str) -> tuple[Any, ...]:
-    r = index.publish(_table(rows), scope, run, "h")
+def _publish(
+    index: TenantIndex, rows: Sequence[Row], scope: set[str], run: str, whole: bool = False
+) -> tuple[Any, ...]:
+    r = index.publish(replace(StreamedRows.of(_table(rows)), whole=whole), scope, run, "h")
     return (r.committed, r.inserted, r.updated, r.deleted)
+
+
+def _compact(*indexes: TenantIndex) -> None:
+    """Rows spread over rewritten data files, deletions folded in."""
+    for index in indexes:
+        table = index.table()
+        assert table is not None
+        table.to_lance().optimize.compact_files()
 
 
 _row = st.tuples(
@@ -96,11 +108,8 @@ def test_same_rows_counts_and_versions_as_merge_insert(tmp_path: Path, steps: li
             a, b = merged.table(), scoped_index.table()
             assert a is not None and b is not None
             assert a.count_rows(f"doc_id = '{doc}'") == b.count_rows(f"doc_id = '{doc}'")
-        if compact:  # rows spread over rewritten data files, deletions folded in
-            for index in (merged, scoped_index):
-                table = index.table()
-                assert table is not None
-                table.to_lance().optimize.compact_files()
+        if compact:
+            _compact(merged, scoped_index)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -109,10 +118,6 @@ def test_whole_rows_match_merge_insert_without_its_delete(tmp_path: Path, steps:
     """Rows marked ``whole`` (a relabel's) through the scoped commit: the same rows, counts
     and versions as ``merge_insert`` without the by-source delete, live rows they do not
     name kept, mixed with ordinary publishes (their delete kept) and compactions."""
-    from dataclasses import replace
-
-    from tessera.store.publishing import StreamedRows
-
     base = tmp_path / f"case-{len(list(tmp_path.iterdir()))}"
     merged, scoped_index = _index(base / "merge"), _index(base / "scoped")
     for n, ((rows, scope, compact), whole) in enumerate(steps):
@@ -120,16 +125,12 @@ def test_whole_rows_match_merge_insert_without_its_delete(tmp_path: Path, steps:
         results = []
         for index, on in ((merged, False), (scoped_index, True)):
             with scoped(on):
-                r = index.publish(replace(StreamedRows.of(_table(chosen)), whole=whole), scope, f"r{n}", "h")
-            results.append((r.committed, r.inserted, r.updated, r.deleted))
+                results.append(_publish(index, chosen, scope, f"r{n}", whole))
         assert results[1] == results[0]
         assert not whole or results[0][3] == 0
         assert _live(scoped_index) == _live(merged) and scoped_index.version() == merged.version()
         if compact:
-            for index in (merged, scoped_index):
-                table = index.table()
-                assert table is not None
-                table.to_lance().optimize.compact_files()
+            _compact(merged, scoped_index)
 
 
 def _two_docs(path: Path | str) -> TenantIndex:
@@ -278,17 +279,12 @@ def test_the_threshold_picks_the_commit_by_the_table_rows(tmp_path: Path, rows: 
 def test_a_relabel_at_the_threshold_takes_the_scoped_commit(tmp_path: Path, rows: int) -> None:
     """Whole rows (a relabel's) take the same commit as other rows at the real threshold: a
     document's rows with a new ``meta_hash`` are updated, a live row they do not name stays."""
-    from dataclasses import replace
-
-    from tessera.store.publishing import StreamedRows
-
     index = _table_of(tmp_path / "db", rows)
     table = index.table()
     assert table is not None
     relabel = [("d00000.md", i, "c1", "m2", "p1") for i in range(9)]  # row 9 not named
     with _commits(table) as calls:
-        r = index.publish(replace(StreamedRows.of(_table(relabel)), whole=True), {"d00000.md"}, "r2", "h")
-    assert (r.committed, r.inserted, r.updated, r.deleted) == (True, 0, 9, 0)
+        assert _publish(index, relabel, {"d00000.md"}, "r2", whole=True) == (True, 0, 9, 0)
     assert calls == (["scoped"] if rows >= index_module.SCOPED_MIN_ROWS else ["merge_insert"])
     table = index.table()
     assert table is not None and table.count_rows() == rows
