@@ -4,7 +4,8 @@
 whole run, the tenant, an ACL on every row, the vector type) and the offset check on a
 sample, and counts the chunks per document for the deletion guard; :meth:`StagedRows.reader`
 streams the rows of the publish scope into the commit. Neither holds more than one batch of
-rows (plus one small integer per chunk id for the uniqueness check).
+rows (plus one small integer per chunk id for the uniqueness check), except that rows the check
+passed are kept for the commit while they total at most :data:`KEEP_CHECKED_BYTES`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ from tessera.types import SourceDocument
 
 OFFSET_SAMPLE = 50
 _OFFSET_COLUMNS = ["id", "tenant", "revision", "byte_start", "byte_end", "text", "pages", "content_type"]
+KEEP_CHECKED_BYTES = 32 * 2**20
+"""Rows that passed :meth:`StagedRows.check` and total at most this many bytes are kept for the
+commit, which then writes the very tables the checks read, instead of building them a second
+time from the staged files (about 0.07 s of a 2,000-document first build's 0.8 s publish: its
+8,000 rows are 22 MB). Larger sets are read again batch by batch, so memory stays bounded."""
 
 
 class StagedRows:
@@ -40,6 +46,8 @@ class StagedRows:
             raise PublishError(f"{len(self.vectors)} staged vectors for {self.rows} staged chunks")
         self.sentences = rc.staged_sentences(self.rows)
         self.per_document: Counter[str] = Counter()
+        self.checked: list[pa.Table] | None = None
+        """The checked rows, kept when they total at most :data:`KEEP_CHECKED_BYTES`."""
 
     def batches(self, scope: set[str] | None = None) -> Iterator[pa.Table]:
         """Rows of ``chunk_schema``, one staged batch at a time; only ``scope``'s when given."""
@@ -66,10 +74,16 @@ class StagedRows:
         problems: list[str] = []
         prefixes: list[np.ndarray] = []
         counts: list[pa.Table] = []
-        sampled = 0
+        sampled = held = 0
+        kept: list[pa.Table] | None = []
         dimension = self.rc.embedder.identity.dimension
         for rows in self.batches():
             problems += check_rows(rows, self.rc.tenant, dimension)
+            held += rows.nbytes
+            if kept is not None and held <= KEEP_CHECKED_BYTES:
+                kept.append(rows)
+            else:
+                kept = None
             ids = rows.column("id").to_pylist()
             prefixes.append(np.unique(np.fromiter((int(i[:16], 16) for i in ids), np.uint64, len(ids))))
             per_doc = pc.value_counts(rows.column("doc_id"))
@@ -89,6 +103,7 @@ class StagedRows:
             self.per_document = Counter(
                 dict(zip(total.column("doc_id").to_pylist(), total.column("n_sum").to_pylist(), strict=True))
             )
+        self.checked = None if problems else kept
         return problems
 
     def reader(self, scope: set[str]) -> StreamedRows:
@@ -96,8 +111,18 @@ class StagedRows:
         schema = chunk_schema(self.rc.embedder.identity.dimension)
 
         def open_reader() -> pa.RecordBatchReader:
-            batches = (b for rows in self.batches(scope) for b in rows.cast(schema).to_batches())
+            batches = (b for rows in self._scoped(scope) for b in rows.cast(schema).to_batches())
             return pa.RecordBatchReader.from_batches(schema, batches)
 
         count = sum(n for d, n in self.per_document.items() if d in scope)
         return StreamedRows(open_reader, count, frozenset(d for d in self.per_document if d in scope))
+
+    def _scoped(self, scope: set[str]) -> Iterator[pa.Table]:
+        """The rows of ``scope``: from the checked tables when kept, else read again."""
+        if self.checked is None:
+            yield from self.batches(scope)
+            return
+        wanted = pa.array(sorted(scope), pa.string())
+        for rows in self.checked:
+            mask = pc.is_in(rows.column("doc_id"), value_set=wanted)
+            yield rows if pc.all(mask).as_py() else rows.filter(mask)

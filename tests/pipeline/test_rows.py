@@ -1,0 +1,94 @@
+"""The rows a commit writes are the rows the check passed: while they are small
+(``KEEP_CHECKED_BYTES``) the very tables checked, so a staged file changed after the check
+changes nothing that is published; past the bound they are read again batch by batch, and
+both ways publish identical tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from tessera.pipeline import rows as rows_module
+from tessera.pipeline import staging
+from tessera.pipeline.rows import StagedRows
+from tessera.pipeline.run import chunk_step, embed_step, list_step, parse_step, run_tenant
+from tests.conftest import Workspace
+from tests.pipeline.test_executors import COLUMNS, DOCS
+
+
+def _staged(ws: Workspace, run_id: str = "r1") -> StagedRows:
+    rc = ws.context("acme", run_id)
+    for step in (list_step, parse_step, chunk_step, embed_step):
+        step(rc)
+    return StagedRows(rc, rc.listing()[1])
+
+
+def _tamper(staged: StagedRows) -> None:
+    """Every staged chunk's text replaced, after the check."""
+    table = pq.read_table(staged.path)
+    text = pc.binary_join_element_wise(table.column("text"), pa.scalar(" TAMPERED"), "")
+    pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", text), staged.path)
+
+
+def _read(staged: StagedRows, scope: set[str]) -> list[dict[str, Any]]:
+    return sorted(staged.reader(scope).open().read_all().to_pylist(), key=lambda r: r["id"])
+
+
+def test_small_checked_rows_are_the_rows_committed(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(staging, "BATCH_ROWS", 7)  # several checked tables
+    ws.tenant("acme", DOCS)
+    staged = _staged(ws)
+    assert staged.check() == [] and staged.checked is not None and len(staged.checked) > 3
+    everything = set(staged.per_document)
+    before = _read(staged, everything)
+    assert len(before) == staged.rows and not any("TAMPERED" in r["text"] for r in before)
+    _tamper(staged)
+    assert _read(staged, everything) == before  # the checked tables, not the staged file again
+    one = sorted(everything)[3]
+    assert _read(staged, {one}) == [r for r in before if r["doc_id"] == one]  # the scope still applies
+    assert staged.reader({one}).num_rows == staged.per_document[one]
+
+
+def test_past_the_bound_rows_are_read_again_and_publish_the_same(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws.tenant("acme", DOCS)
+    kept = _staged(ws, "kept")
+    assert kept.check() == [] and kept.checked is not None
+    expected = _read(kept, set(kept.per_document))
+    monkeypatch.setattr(rows_module, "KEEP_CHECKED_BYTES", 1)
+    streamed = _staged(ws, "streamed")
+    assert streamed.check() == [] and streamed.checked is None
+    got = _read(streamed, set(streamed.per_document))
+    assert [{k: r[k] for k in COLUMNS} for r in got] == [{k: r[k] for k in COLUMNS} for r in expected]
+    _tamper(streamed)  # nothing kept: the commit reads the staged file as it is now
+    assert all(r["text"].endswith(" TAMPERED") for r in _read(streamed, set(streamed.per_document)))
+
+
+def test_a_failed_check_keeps_nothing(ws: Workspace) -> None:
+    ws.tenant("acme", DOCS)
+    staged = _staged(ws)
+    table = pq.read_table(staged.path)
+    tenant = pa.array(["other", *table.column("tenant").to_pylist()[1:]])
+    pq.write_table(table.set_column(table.schema.get_field_index("tenant"), "tenant", tenant), staged.path)
+    assert staged.check() and staged.checked is None
+
+
+@pytest.mark.parametrize("bound", [rows_module.KEEP_CHECKED_BYTES, 1])
+def test_whole_runs_publish_identical_tables_either_way(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, bound: int
+) -> None:
+    ws.tenant("acme", DOCS)
+    baseline = ws.run("acme", "base")
+    assert baseline["publish"]["committed"]
+    expected = [tuple(r[c] for c in COLUMNS) for r in ws.rows("acme")]
+    monkeypatch.setattr(rows_module, "KEEP_CHECKED_BYTES", bound)
+    other = Workspace(ws.root / "other")
+    other.tenant("acme", DOCS)
+    out = run_tenant(other.context("acme", "other"))
+    assert out["publish"]["inserted"] == baseline["publish"]["inserted"]
+    assert [tuple(r[c] for c in COLUMNS) for r in other.rows("acme")] == expected
