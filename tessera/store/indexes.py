@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from tessera.errors import PublishError
+from tessera.store.index_builds import create_beside_text
 from tessera.store.memory import release_memory
 from tessera.store.segments import fold_merges, outside_largest
 
@@ -103,12 +104,6 @@ OPTIONAL = frozenset({"dup_group"})
 """Indexed only where the table has the column (search needs it, bare test tables lack it)."""
 
 
-def _config(kind: str) -> Any:
-    from lancedb.index import FTS, BTree, LabelList
-
-    return {"fts": FTS(), "label_list": LabelList(), "btree": BTree()}[kind]
-
-
 def index_state(table: Any) -> dict[str, tuple[str, int]]:
     """column -> (index type, unindexed rows)."""
     return {column: (kind, unindexed) for column, (_, kind, unindexed, _) in _indexes(table).items()}
@@ -146,14 +141,16 @@ def ensure_indexes(
     wanted = {c: k for c, k in {"embedding_text": "fts", **SCALAR}.items() if c in names or c not in OPTIONAL}
     stale: dict[str, tuple[int, int]] = {}  # index name -> (segments, unindexed rows)
     try:
+        creates: list[tuple[str, str]] = []
         for column, kind in wanted.items():
             current = state.get(column)
             if current is None or _needs_rebuild(current[2], rows):
-                table.create_index(column, config=_config(kind), replace=True)
+                creates.append((column, kind))
                 done[column] = "created" if current is None else "rebuilt"
             elif current[2] > 0:
                 stale[current[0]] = (current[3], current[2])
                 done[column] = "updated"
+        create_beside_text(table, creates, rows)
         by_merge: dict[int, list[str]] = {}
         for name, merge in fold_merges(table, stale, rows).items():
             by_merge.setdefault(merge, []).append(name)
