@@ -248,7 +248,9 @@ def test_throttled_reads_fail_typed_within_the_bound_and_a_later_run_publishes(
         assert proxy.throttled > 0 and p.returncode != 0
         print(f"\nC3: the throttled read failed after {elapsed:.1f} s: {err.strip().splitlines()[-1][:200]}")
         assert _snapshot(ws, "acme") == before  # read directly from moto: the previous version
-        assert "Traceback" not in err and err.startswith("tessera: "), err[-2000:]  # a typed error
+        # a typed error, last; log lines may come before it (the store probe warns when moto
+        # let both racing create-if-absent PUTs win in a minority of its rounds)
+        assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("tessera: "), err[-2000:]
 
         proxy.throttle = None
         p = _start(cfg.path, "acme", "r3", proxy.endpoint)
