@@ -50,10 +50,9 @@ class StagedRows:
         self.checked: list[pa.Table] | None = None
         """The checked rows, kept when they total at most :data:`KEEP_CHECKED_BYTES`."""
 
-    def batches(self, scope: set[str] | None = None) -> Iterator[pa.Table]:
-        """Rows of ``chunk_schema``, one staged batch at a time; only ``scope``'s when given."""
+    def batches(self) -> Iterator[pa.Table]:
+        """Rows of ``chunk_schema``, one staged batch at a time."""
         ident = self.rc.embedder.identity
-        wanted = None if scope is None else pa.array(sorted(scope), pa.string())
         start = 0
         for batch in read_batches(self.path):
             end = start + batch.num_rows
@@ -63,7 +62,7 @@ class StagedRows:
                 batch, self.docs, vectors, ident.key, self.rc.run_id, ident.dimension, sentences
             )
             start = end
-            yield rows if wanted is None else rows.filter(pc.is_in(rows.column("doc_id"), value_set=wanted))
+            yield rows
 
     def check(self) -> list[str]:
         """Problems of the staged rows (empty: publishable); fills :attr:`per_document`.
@@ -120,10 +119,7 @@ class StagedRows:
 
     def _scoped(self, scope: set[str]) -> Iterator[pa.Table]:
         """The rows of ``scope``: from the checked tables when kept, else read again."""
-        if self.checked is None:
-            yield from self.batches(scope)
-            return
         wanted = pa.array(sorted(scope), pa.string())
-        for rows in self.checked:
+        for rows in self.batches() if self.checked is None else self.checked:
             mask = pc.is_in(rows.column("doc_id"), value_set=wanted)
             yield rows if pc.all(mask).as_py() else rows.filter(mask)
