@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from tessera.config_values import check_keys, choice, integer, mapping, string
+from tessera.config_values import boolean, check_keys, choice, integer, mapping, string
 
 EXECUTORS = ("inline", "process", "ray")
 ARROW_POOLS = ("system", "default")
@@ -26,7 +26,10 @@ class ExecutionConfig:
     local one. ``malloc_arenas``: the most C heaps (glibc malloc arenas) a run's process
     keeps; 0 leaves the C library's default (see :func:`tessera.store.memory.limit_malloc_arenas`).
     ``arrow_pool``: where a run's process allocates Arrow memory, "system" (the C heap) or
-    "default" (pyarrow's own choice; see :func:`tessera.store.memory.use_arrow_pool`)."""
+    "default" (pyarrow's own choice; see :func:`tessera.store.memory.use_arrow_pool`).
+    ``embed_during_chunk``: when the chunk step runs on workers, its own process embeds the
+    staged texts meanwhile (see :mod:`tessera.pipeline.embed_ahead`); false leaves all
+    embedding to the embed step."""
 
     executor: str = "process"
     workers: int = 0
@@ -36,6 +39,7 @@ class ExecutionConfig:
     ray_address: str = ""
     malloc_arenas: int = 2
     arrow_pool: str = "system"
+    embed_during_chunk: bool = True
 
 
 def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> ExecutionConfig:
@@ -51,4 +55,5 @@ def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> E
         ray_address=string(m, "ray_address", key, d.ray_address),
         malloc_arenas=integer(m, "malloc_arenas", key, d.malloc_arenas, 0, 1024),
         arrow_pool=choice(m, "arrow_pool", key, d.arrow_pool, ARROW_POOLS),
+        embed_during_chunk=boolean(m, "embed_during_chunk", key, d.embed_during_chunk),
     )

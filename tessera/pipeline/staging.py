@@ -10,7 +10,10 @@ of :data:`BATCH_ROWS`, so a step's memory follows the batch size, not the corpus
   exact-duplicate group and near-duplicate band keys (:data:`CHUNK_SCHEMA`);
 * ``vectors.npy``: one float32 row per staged chunk, in the same order, appended and read a
   slice at a time with ordinary reads and writes (:class:`StagedVectors`; a memory map kept
-  every page it touched in the process).
+  every page it touched in the process);
+* ``embedded_ahead.json``: written by a chunk step that embedded while its workers chunked:
+  the model, row count and sha256 of the ``chunks.parquet`` its ``vectors.npy`` belongs to
+  (:mod:`tessera.pipeline.embed_ahead`).
 
 Every artifact is written to a temporary name and renamed into place when complete, so a
 step that dies half-way never leaves a truncated artifact for the next step to trust.
@@ -39,6 +42,7 @@ PUBLISH_REPORT = "publish.json"
 PARSED = "parsed"
 CHUNKS = "chunks.parquet"
 VECTORS = "vectors.npy"
+EMBEDDED_AHEAD = "embedded_ahead.json"
 BATCH_ROWS = 4096
 
 _S, _I = pa.string(), pa.int64()
@@ -180,30 +184,27 @@ def read_chunks(path: Path) -> list[Chunk]:
 
 class VectorWriter:
     """``rows`` x ``dimension`` float32 vectors in a ``.npy`` file, appended slice by slice with
-    ordinary writes.
+    ordinary writes. ``rows=None``: as many as are written (the header, a fixed
+    :data:`NPY_HEADER_BYTES`, is written again with the count when the writer closes), for a
+    stream whose length is known only at its end (embedding during the chunk step).
 
     A memory map of the whole file (what this was) kept every page written into the run's
     resident memory until the step ended: the embed step grew by the size of the file (614 MB
     at 400,000 vectors)."""
 
-    def __init__(self, path: Path, rows: int, dimension: int) -> None:
+    def __init__(self, path: Path, rows: int | None, dimension: int) -> None:
         self.path = path
         self.rows, self.dimension = rows, dimension
         self._tmp = path.with_name(f".{path.name}.tmp.npy")
         self._file = self._tmp.open("wb")
-        header = {
-            "descr": np.lib.format.dtype_to_descr(_F32),
-            "fortran_order": False,
-            "shape": (rows, dimension),
-        }
-        np.lib.format.write_array_header_2_0(self._file, header)
+        self._file.write(_npy_header(rows or 0, dimension))
         self.filled = 0
 
     def write(self, vectors: Any) -> None:
         block = np.ascontiguousarray(vectors, dtype=_F32)
-        if block.ndim != 2 or block.shape[1] != self.dimension or self.filled + len(block) > self.rows:
-            self._file.close()  # a writer that refused a block is done: no temporary is left
-            self._tmp.unlink(missing_ok=True)
+        over = self.rows is not None and self.filled + len(block) > self.rows
+        if block.ndim != 2 or block.shape[1] != self.dimension or over:
+            self.discard()  # a writer that refused a block is done: no temporary is left
             raise PublishError(
                 f"vectors of shape {block.shape} do not fit {self.rows} x {self.dimension} "
                 f"after {self.filled} rows"
@@ -212,11 +213,32 @@ class VectorWriter:
         self.filled += len(block)
 
     def close(self) -> None:
+        if self.rows is None:
+            self._file.seek(0)
+            self._file.write(_npy_header(self.filled, self.dimension))
         self._file.close()
-        if self.filled != self.rows:
+        if self.rows is not None and self.filled != self.rows:
             self._tmp.unlink(missing_ok=True)
             raise PublishError(f"{self.filled} vectors written for {self.rows} staged chunks")
         self._tmp.replace(self.path)
+
+    def discard(self) -> None:
+        """Drop what was written: no file is left, not even the temporary."""
+        self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+NPY_HEADER_BYTES = 128
+
+
+def _npy_header(rows: int, dimension: int) -> bytes:
+    """A ``.npy`` (format 1.0) header of exactly :data:`NPY_HEADER_BYTES` for a C-ordered
+    float32 matrix, whatever ``rows`` is, so it can be written again in place."""
+    text = repr({"descr": "<f4", "fortran_order": False, "shape": (rows, dimension)})
+    body = text.ljust(NPY_HEADER_BYTES - 11) + "\n"
+    if len(body) != NPY_HEADER_BYTES - 10:
+        raise ValueError(f"a {rows} x {dimension} header does not fit {NPY_HEADER_BYTES} bytes")
+    return b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body.encode("latin1")
 
 
 _F32 = np.dtype("<f4")

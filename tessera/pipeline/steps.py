@@ -18,17 +18,25 @@ import numpy as np
 from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, live_columns
 from tessera.chunking.minhash import MinHasher
 from tessera.chunking.probes import sentence_probes
-from tessera.embedding.batching import EmbedStats
 from tessera.errors import InternalError
 from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
-from tessera.pipeline.executors import InlineExecutor, document_batches, executor_for
+from tessera.pipeline.embed_ahead import EmbedAhead, embedded_ahead
+from tessera.pipeline.embed_stream import EmbedStream
+from tessera.pipeline.executors import (
+    InlineExecutor,
+    ProcessExecutor,
+    RayExecutor,
+    document_batches,
+    executor_for,
+)
 from tessera.pipeline.listed import ListedDocuments
 from tessera.pipeline.marks import flag_counts, marked
 from tessera.pipeline.progress import Progress
 from tessera.pipeline.staging import (
     CHUNK_REPORT,
     CHUNKS,
+    EMBEDDED_AHEAD,
     PARSE_REPORT,
     PARSED,
     VECTORS,
@@ -103,9 +111,10 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     }
 
 
-def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator[ChunkOutcome], str]:
-    """Chunks of the parsed documents, batch by batch, by the configured executor; the semantic
-    strategy embeds while it chunks and stays in this process, with the run's embedder."""
+def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator[ChunkOutcome], str, bool]:
+    """Chunks of the parsed documents, batch by batch, by the configured executor, and whether
+    they are chunked outside this process; the semantic strategy embeds while it chunks and
+    stays in this process, with the run's embedder."""
     ctx = rc.chunk_context
     semantic = rc.config.chunking.strategy == "semantic"
     ex = InlineExecutor() if semantic else executor_for(rc.config.execution, len(docs))
@@ -114,7 +123,8 @@ def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator
         ChunkTask(rc.workspace / PARSED, tuple(b), portable)
         for b in document_batches(docs, rc.config.execution)
     ]
-    return ex.map(chunk_documents, tasks), ex.name
+    pooled = isinstance(ex, RayExecutor) or (isinstance(ex, ProcessExecutor) and ex.pooled(len(tasks)))
+    return ex.map(chunk_documents, tasks), ex.name, pooled
 
 
 def _count(out: ChunkOutcome, flags: Counter[str], tokens: dict[str, int]) -> None:
@@ -140,7 +150,29 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     work, in the process every worker waits on)."""
     data, docs = listed_documents(rc)
     report = rc.read(PARSE_REPORT)
-    outcomes, executor = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
+    outcomes, executor, pooled = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
+    (rc.workspace / EMBEDDED_AHEAD).unlink(missing_ok=True)
+    ahead = EmbedAhead(rc) if pooled and rc.config.execution.embed_during_chunk else None
+    try:
+        summary = _stage_chunks(rc, data, report, outcomes, executor, ahead)
+    except BaseException:
+        if ahead is not None:
+            ahead.abandon()
+        raise
+    if ahead is not None:
+        summary["embedded_during_chunk"] = ahead.finish(rc.workspace / CHUNKS)
+    return summary
+
+
+def _stage_chunks(
+    rc: RunContext,
+    data: dict[str, Any],
+    report: dict[str, Any],
+    outcomes: Iterator[ChunkOutcome],
+    executor: str,
+    ahead: EmbedAhead | None,
+) -> dict[str, Any]:
+    """The chunk step's work on the chunks as they come: stage, sketch, deduplicate, report."""
     unmarked = rc.workspace / f".unmarked.{CHUNKS}"
     dd = rc.config.chunking.dedup
     hasher = MinHasher.of(dd)
@@ -156,6 +188,8 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
         for out in outcomes:
             progress.add(out.batch.num_rows)
             w.write(out.batch)  # staged rows built by the worker, with each chunk's own marks
+            if ahead is not None:
+                ahead.add(out.batch.column("embedding_text").to_pylist())
             _count(out, flags, tokens)
             # the worker's sketch as a row of columns, not the text (dedup_columns)
             docs_of, positions = out.batch.column("doc_id").to_pylist(), out.batch.column("position")
@@ -227,22 +261,32 @@ def staged_chunks(rc: RunContext) -> list[Chunk]:
 def embed_step(rc: RunContext) -> dict[str, Any]:
     """Vectors for every staged chunk, and with ``sentence_vectors`` for every sentence probe
     (``tessera.chunking.probes``): cache hits reused, misses embedded in retried batches.
-    Texts are read and vectors written one staged batch at a time (``vectors.npy``)."""
+    Texts are read and vectors written one staged batch at a time (``vectors.npy``), unless
+    the chunk step already embedded these very chunks (:mod:`tessera.pipeline.embed_ahead`)."""
     path = rc.workspace / CHUNKS
-    writer = VectorWriter(rc.workspace / VECTORS, staged_rows(path), rc.embedder.identity.dimension)
-    total = EmbedStats()
     progress = Progress(rc.tenant, "embed", "texts", staged_rows(path))
-    for batch in read_batches(path, ["embedding_text"]):
-        vectors, stats = rc.embed_cached([str(t) for t in batch.column(0).to_pylist()], progress.add)
-        writer.write(vectors)
-        for key in ("texts", "unique", "cache_hits", "embedded", "batches", "retries", "seconds"):
-            setattr(total, key, getattr(total, key) + getattr(stats, key))
-    writer.close()
-    progress.finish(f"{total.cache_hits} from the embedding cache, {total.embedded} embedded")
+    ahead = embedded_ahead(rc, path)
+    if ahead is None:
+        (rc.workspace / EMBEDDED_AHEAD).unlink(missing_ok=True)
+        writer = VectorWriter(rc.workspace / VECTORS, staged_rows(path), rc.embedder.identity.dimension)
+        stream = EmbedStream(rc, writer, progress.add)
+        try:
+            for batch in read_batches(path, ["embedding_text"]):
+                stream.add([str(t) for t in batch.column(0).to_pylist()])
+            stream.close()
+        except BaseException:
+            writer.discard()  # no half-written temporary is left for a step run again
+            raise
+        total = stream.stats
+        progress.finish(f"{total.cache_hits} from the embedding cache, {total.embedded} embedded")
+    else:
+        total = ahead
+        log.info("%s embed: %d texts embedded during the chunk step", rc.tenant, total.texts)
     summary: dict[str, Any] = asdict(total)
     summary.pop("failures")
     summary["seconds"] = round(total.seconds, 3)
     summary["model_version"] = rc.embedder.identity.key
+    summary["during_chunk"] = ahead is not None
     if rc.config.chunking.sentence_vectors:
         chunks = staged_chunks(rc)
         probes = [sentence_probes(c.text, c.embedding_text, c.kind) for c in chunks]

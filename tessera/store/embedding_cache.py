@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +64,16 @@ def _present(table: Any, wanted: list[str]) -> list[str]:
         if pc.any(mask).as_py():
             out.extend(pc.filter(keys, mask).to_pylist())
     return sorted(set(out))
+
+
+class VectorCache(Protocol):
+    """What :func:`embed_with_cache` asks of a cache: its model identity, a lookup, a write."""
+
+    identity: ModelIdentity
+
+    def get(self, keys: Iterable[str]) -> dict[str, Vectors]: ...
+
+    def put(self, entries: dict[str, Vectors]) -> None: ...
 
 
 class EmbeddingCache:
@@ -130,7 +140,7 @@ class EmbeddingCache:
 
 def embed_with_cache(
     embedder: Embedder,
-    cache: EmbeddingCache,
+    cache: VectorCache,
     texts: Sequence[str],
     batch_size: int,
     policy: RetryPolicy,
