@@ -15,6 +15,7 @@ BENCHES = [
     "bench.parallel_scaling",
     "bench.parallel_scaling --docs 10000 --repeats 3 --name parallel_scaling_10k",  # about 4 minutes
     "bench.parallel_scaling --docs 2000 --repeats 3 --ray --name parallel_scaling_ray",  # same table on Ray
+    "bench.embed_overlap",  # embedding during the chunk step, a modelled off-CPU device and none
     "bench.many_tenants",
     "bench.retrieval_latency",
     "bench.html_candidates",

@@ -51,12 +51,26 @@ class EmbedAhead:
         writer = VectorWriter(self._tmp, None, rc.embedder.identity.dimension)
         self._writer = writer
         self._progress = Progress(rc.tenant, "embed (during chunk)", "texts")
-        self._stream = EmbedStream(rc, writer, self._progress.add)
+        try:
+            self._stream = EmbedStream(rc, writer, self._progress.add)
+        except BaseException:
+            writer.discard()  # nothing is left of a thread that never started
+            raise
         self._queue: queue.Queue[list[str] | None] = queue.Queue(QUEUED_BATCHES)
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="tessera-embed-ahead", daemon=True)
         self._thread.start()
+
+    @classmethod
+    def start(cls, rc: RunContext) -> EmbedAhead | None:
+        """A started thread, or None (logged) when it cannot start: the cache could not be
+        read, say; the embed step then embeds, and meets the same error if it lasts."""
+        try:
+            return cls(rc)
+        except Exception as e:
+            log.warning("tenant %s: not embedding during the chunk step: %s", rc.tenant, e, exc_info=e)
+            return None
 
     def add(self, texts: list[str]) -> None:
         self._queue.put(texts)  # the thread drains the queue even after an error

@@ -152,7 +152,7 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     report = rc.read(PARSE_REPORT)
     outcomes, executor, pooled = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
     (rc.workspace / EMBEDDED_AHEAD).unlink(missing_ok=True)
-    ahead = EmbedAhead(rc) if pooled and rc.config.execution.embed_during_chunk else None
+    ahead = EmbedAhead.start(rc) if pooled and rc.config.execution.embed_during_chunk else None
     try:
         summary = _stage_chunks(rc, data, report, outcomes, executor, ahead)
     except BaseException:

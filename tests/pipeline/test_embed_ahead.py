@@ -206,3 +206,21 @@ def test_the_switch_is_validated() -> None:
     for bad in ("yes", 1, None):
         with pytest.raises(ConfigError, match=r"execution\.embed_during_chunk"):
             parse_execution({"embed_during_chunk": bad})
+
+
+def test_a_thread_that_cannot_start_leaves_the_embed_step_to_embed(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    ws.tenant("acme", DOCS)
+    ws.run("acme", "inline")
+    pooled = _pooled(tmp_path / "pooled")
+
+    def unreadable(*_a: Any, **_k: Any) -> None:  # the cache's first read fails as the thread starts
+        raise OSError("store unreachable")
+
+    monkeypatch.setattr(embed_ahead, "EmbedStream", unreadable)
+    with caplog.at_level(logging.WARNING, logger="tessera.pipeline.embed_ahead"):
+        summary = pooled.run("acme", "r")
+    assert "embedded_during_chunk" not in summary["chunk"] and summary["embed"]["during_chunk"] is False
+    assert "store unreachable" in caplog.text and _snapshot(pooled) == _snapshot(ws)
+    assert not _leftovers(pooled)
