@@ -9,11 +9,11 @@ embedder the same batches, so their vectors are the same, whichever wrote them.
   texts, each looked up in the cache (one read of its keys), its misses embedded and written
   to the cache.
 * A cache that holds none (a first build, a backfill after a model change: every text is a
-  miss): groups of one embedding batch (``embedding.batch_size``), looked up only among the
-  entries this stream embedded since it last wrote the cache, which it does every
-  :data:`FLUSH_ENTRIES` new entries and at the end. Reading the table's keys for every batch
-  would cost a pass over a growing key column per batch; embedding batch by batch is what
-  lets the chunk step keep the embedder busy while it waits on its workers. A text repeated
+  miss): groups of :data:`EMPTY_CACHE_GROUP` texts, looked up only among the entries this
+  stream embedded since it last wrote the cache, which it does every :data:`FLUSH_ENTRIES`
+  new entries and at the end. Reading the table's keys for every group would cost a pass
+  over a growing key column per group; small groups are what let the chunk step keep the
+  embedder busy while it waits on its workers (its last group is embedded after them). A text repeated
   before that write counts as a repeat (not a cache hit), as it does within one group; a
   text seen again after a write is embedded again (the same vector; the cache may then hold
   its key twice, which a lookup tolerates).
@@ -31,6 +31,11 @@ from tessera.store.embedding_cache import EmbeddingCache, VectorCache, embed_wit
 
 FLUSH_ENTRIES = BATCH_ROWS
 """New entries a stream into an empty cache holds before it writes them (one append)."""
+EMPTY_CACHE_GROUP = 1024
+"""Texts a stream into an empty cache embeds at a time. A group's misses are sorted by length
+before they are cut into embedding batches (:func:`~tessera.embedding.batching.embed_batches`),
+so a group much larger than a batch is what keeps padding low: see the README's *The run*,
+step 5, for the padded tokens of groups of 32, 1,024 and 4,096."""
 
 
 class _Unwritten:
@@ -69,7 +74,7 @@ class EmbedStream:
         cache = EmbeddingCache(rc.db, rc.tenant, rc.embedder.identity)
         self.empty_cache = cache.count() == 0
         self._cache: VectorCache = _Unwritten(cache) if self.empty_cache else cache
-        self._group = cfg.batch_size if self.empty_cache else BATCH_ROWS
+        self._group = max(EMPTY_CACHE_GROUP, cfg.batch_size) if self.empty_cache else BATCH_ROWS
         self._embedder, self._batch_size, self._sleep = rc.embedder, cfg.batch_size, rc.sleep
         self._policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
         self._writer, self._progress = writer, progress

@@ -269,8 +269,8 @@ def embed_step(rc: RunContext) -> dict[str, Any]:
     if ahead is None:
         (rc.workspace / EMBEDDED_AHEAD).unlink(missing_ok=True)
         writer = VectorWriter(rc.workspace / VECTORS, staged_rows(path), rc.embedder.identity.dimension)
-        stream = EmbedStream(rc, writer, progress.add)
         try:
+            stream = EmbedStream(rc, writer, progress.add)
             for batch in read_batches(path, ["embedding_text"]):
                 stream.add([str(t) for t in batch.column(0).to_pylist()])
             stream.close()

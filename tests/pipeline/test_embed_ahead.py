@@ -21,7 +21,7 @@ from tessera.config_execution import parse_execution
 from tessera.embedding.base import Vectors
 from tessera.embedding.fake import HashEmbedder
 from tessera.errors import ConfigError
-from tessera.pipeline import embed_ahead
+from tessera.pipeline import embed_ahead, embed_stream
 from tessera.pipeline.embed_ahead import EmbedAhead
 from tessera.pipeline.run import chunk_step, embed_step, list_step, parse_step
 from tessera.pipeline.staging import CHUNKS, EMBEDDED_AHEAD, VECTORS, ChunkWriter, read_batches
@@ -180,6 +180,7 @@ def test_a_slow_embedder_holds_the_chunk_step_back_instead_of_queueing_texts(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(embed_ahead, "QUEUED_BATCHES", 2)
+    monkeypatch.setattr(embed_stream, "EMPTY_CACHE_GROUP", 4)  # the first add is a group
     ws.tenant("acme", {"a.md": "# A\n"})
     embedder = _Gated()
     rc = ws.context("acme", embedder=embedder)

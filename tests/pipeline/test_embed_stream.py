@@ -4,7 +4,10 @@ cache is written every flush and at the end, a filled one answers before the emb
 
 from __future__ import annotations
 
+import itertools
+import random
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tessera.embedding.base import Vectors
 from tessera.embedding.fake import HashEmbedder
 from tessera.pipeline import embed_stream
 from tessera.pipeline.embed_stream import EmbedStream
@@ -38,6 +42,19 @@ def _stream(
     return stream
 
 
+def _cut_run(texts: list[str], split: list[int], filled: bool) -> tuple[list[int], np.ndarray, int, bool]:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace(Path(tmp))
+        ws.tenant("acme", {"a.md": "# A\n"})
+        if filled:  # a cache that already knows every third text
+            seed = EmbedStream(ws.context("acme"), VectorWriter(Path(tmp) / "seed.npy", None, 64))
+            seed.add(texts[::3])
+            seed.close()
+        embedder = HashEmbedder()
+        stream = _stream(ws, texts, split, embedder, Path(tmp) / "v.npy")
+        return embedder.calls, np.load(Path(tmp) / "v.npy"), stream.stats.embedded, stream.empty_cache
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.integers(0, 40), min_size=1, max_size=60),
@@ -50,18 +67,12 @@ def test_a_stream_cut_anywhere_sends_the_same_batches_and_stages_the_same_vector
     texts = _texts(ids)
     cuts = [round(f * len(texts)) for f in where]
     runs = []
-    for split in ([], cuts):  # whole, then cut where hypothesis says
-        with tempfile.TemporaryDirectory() as tmp:
-            ws = Workspace(Path(tmp))
-            ws.tenant("acme", {"a.md": "# A\n"})
-            if filled:  # a cache that already knows every third text
-                seed = EmbedStream(ws.context("acme"), VectorWriter(Path(tmp) / "seed.npy", None, 64))
-                seed.add(texts[::3])
-                seed.close()
-            embedder = HashEmbedder()
-            stream = _stream(ws, texts, split, embedder, Path(tmp) / "v.npy")
-            vectors = np.load(Path(tmp) / "v.npy")
-            runs.append((embedder.calls, vectors, stream.stats.embedded, stream.empty_cache))
+    groups = (embed_stream.EMPTY_CACHE_GROUP, embed_stream.BATCH_ROWS)
+    embed_stream.EMPTY_CACHE_GROUP, embed_stream.BATCH_ROWS = 8, 16  # several groups in a short stream
+    try:
+        runs = [_cut_run(texts, split, filled) for split in ([], cuts)]  # whole, then cut
+    finally:
+        embed_stream.EMPTY_CACHE_GROUP, embed_stream.BATCH_ROWS = groups
     (calls, vectors, embedded, empty), (calls2, vectors2, embedded2, empty2) = runs
     assert calls == calls2 and embedded == embedded2 and empty == empty2 == (not filled)
     assert vectors.tobytes() == vectors2.tobytes()
@@ -74,6 +85,7 @@ def test_an_empty_cache_is_written_every_flush_and_at_the_end(
     ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(embed_stream, "FLUSH_ENTRIES", 5)
+    monkeypatch.setattr(embed_stream, "EMPTY_CACHE_GROUP", 4)
     ws.tenant("acme", {"a.md": "# A\n"})
     texts = [f"text number {i}" for i in range(12)] + ["text number 3", "text number 11"]
     embedder = HashEmbedder()
@@ -114,3 +126,27 @@ def test_a_writer_of_unknown_length_stages_what_it_was_given(tmp_path: Path) -> 
     with pytest.raises(Exception, match="do not fit"):
         bad.write(np.ones((2, 4)))
     assert not list(tmp_path.glob(".bad*")) and not (tmp_path / "bad.npy").exists()
+
+
+class _Recording(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.batches.append(list(texts))
+        return super().embed_documents(texts)
+
+
+def test_a_first_build_sorts_a_group_of_many_batches_by_length(ws: Workspace, tmp_path: Path) -> None:
+    """Padding: a group's texts reach the model longest first across all its batches, not
+    only within one batch (groups of one batch each padded to whatever came along)."""
+    ws.tenant("acme", {"a.md": "# A\n"})
+    rng = random.Random(7)
+    texts = [" ".join(f"w{rng.randrange(999)}" for _ in range(rng.randrange(1, 60))) for _ in range(300)]
+    embedder = _Recording()
+    _stream(ws, texts, [10, 20, 130], embedder, tmp_path / "v.npy")
+    lengths = [[len(t) for t in b] for b in embedder.batches]
+    assert len(lengths) == 75  # 300 texts, batches of 4, one group
+    assert all(min(a) >= max(b) for a, b in itertools.pairwise(lengths))
+    assert np.array_equal(np.load(tmp_path / "v.npy"), HashEmbedder().embed_documents(texts))
