@@ -80,13 +80,13 @@ class EmbedAhead:
             if self.error is None and not self._stop.is_set():
                 try:
                     self._stream.add(texts)
-                except Exception as e:  # kept for finish(), which logs it; the embed step embeds
-                    self.error = e
+                except BaseException as e:  # kept for finish(), which logs it; the embed step
+                    self.error = e  # embeds. Any: a thread that died would leave add() blocked
         if self.error is None and not self._stop.is_set():
             try:
                 self._stream.close()
                 return
-            except Exception as e:
+            except BaseException as e:
                 self.error = e
         self._writer.discard()
 
