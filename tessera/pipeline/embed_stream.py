@@ -98,16 +98,24 @@ class EmbedStream:
 
     def _embed(self, texts: list[str]) -> None:
         answered = self._cache.answered if isinstance(self._cache, _Unwritten) else 0
-        vectors, _ = embed_with_cache(
-            self._embedder,
-            self._cache,
-            texts,
-            self._batch_size,
-            self._policy,
-            self.stats,
-            sleep=self._sleep,
-            progress=self._progress,
-        )
+        try:
+            vectors, _ = embed_with_cache(
+                self._embedder,
+                self._cache,
+                texts,
+                self._batch_size,
+                self._policy,
+                self.stats,
+                sleep=self._sleep,
+                progress=self._progress,
+            )
+        except BaseException as e:  # the groups before this one stay cached, as each group's
+            if isinstance(self._cache, _Unwritten):  # own write keeps them with a filled cache
+                try:
+                    self._cache.flush()
+                except Exception as flush_error:
+                    e.add_note(f"their vectors were not cached either: {flush_error!r}")
+            raise
         if isinstance(self._cache, _Unwritten):  # a repeat of the stream's own text is no new text
             repeats = self._cache.answered - answered
             self.stats.unique -= repeats

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tessera.embedding.base import Vectors
 from tessera.embedding.fake import HashEmbedder
+from tessera.errors import EmbeddingError
 from tessera.pipeline import embed_stream
 from tessera.pipeline.embed_stream import EmbedStream
 from tessera.pipeline.staging import VectorWriter
@@ -149,4 +150,32 @@ def test_a_first_build_sorts_a_group_of_many_batches_by_length(ws: Workspace, tm
     lengths = [[len(t) for t in b] for b in embedder.batches]
     assert len(lengths) == 75  # 300 texts, batches of 4, one group
     assert all(min(a) >= max(b) for a, b in itertools.pairwise(lengths))
+    assert np.array_equal(np.load(tmp_path / "v.npy"), HashEmbedder().embed_documents(texts))
+
+
+class _FailsOnText(HashEmbedder):
+    def __init__(self, bad: str) -> None:
+        super().__init__()
+        self.bad = bad
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if self.bad in texts:
+            raise RuntimeError("model crashed")
+        return super().embed_documents(texts)
+
+
+def test_a_failed_group_leaves_the_groups_before_it_cached(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embed_stream, "EMPTY_CACHE_GROUP", 8)  # groups of 8, written every 4,096
+    ws.tenant("acme", {"a.md": "# A\n"})
+    texts = [f"text number {i}" for i in range(30)]
+    embedder = _FailsOnText("text number 20")
+    with pytest.raises(EmbeddingError, match="model crashed"):
+        _stream(ws, texts, [], embedder, tmp_path / "v.npy")
+    cache = EmbeddingCache(ws.context("acme").db, "acme", embedder.identity)
+    assert set(cache.get(text_key(t) for t in texts)) == {text_key(t) for t in texts[:16]}
+    retry = HashEmbedder()  # the run again embeds only what was not cached
+    _stream(ws, texts, [], retry, tmp_path / "v.npy")
+    assert sum(retry.calls) == 14
     assert np.array_equal(np.load(tmp_path / "v.npy"), HashEmbedder().embed_documents(texts))
