@@ -118,12 +118,24 @@ class RunContext:
     ) -> tuple[Any, EmbedStats]:
         """Vectors through the tenant's embedding cache: misses embedded in retried batches;
         ``progress`` is told how many texts each batch (and the cache) settled."""
-        cfg = self.config.embedding
-        cache = EmbeddingCache(self.db, self.tenant, self.embedder.identity)
-        policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
         return embed_with_cache(
-            self.embedder, cache, list(texts), cfg.batch_size, policy, sleep=self.sleep, progress=progress
+            self.embedder,
+            self.embedding_cache(),
+            list(texts),
+            self.config.embedding.batch_size,
+            self.retry_policy(),
+            sleep=self.sleep,
+            progress=progress,
         )
+
+    def embedding_cache(self) -> EmbeddingCache:
+        """The tenant's embedding cache for the run's model."""
+        return EmbeddingCache(self.db, self.tenant, self.embedder.identity)
+
+    def retry_policy(self) -> RetryPolicy:
+        """How a failed embedding batch is retried (``embedding.max_retries``, ``backoff_seconds``)."""
+        cfg = self.config.embedding
+        return RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
 
     def staged_sentences(self, chunks: int) -> list[Any] | None:
         """Each staged chunk's sentence vectors (None per chunk without), as the embed step

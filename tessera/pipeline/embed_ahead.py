@@ -16,7 +16,6 @@ retries and typed errors apply as they do without this.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import queue
@@ -30,16 +29,12 @@ from tessera.pipeline.context import RunContext
 from tessera.pipeline.embed_stream import EmbedStream
 from tessera.pipeline.progress import Progress
 from tessera.pipeline.staging import EMBEDDED_AHEAD, VECTORS, VectorWriter, read_vectors, staged_rows
+from tessera.types import file_sha256
 
 log = logging.getLogger(__name__)
 QUEUED_BATCHES = 8
 """Staged batches waiting for the thread: past this the step stops taking workers' results,
 so an embedder slower than the workers holds them back instead of piling up texts."""
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class EmbedAhead:
@@ -114,7 +109,7 @@ class EmbedAhead:
             self._tmp.unlink(missing_ok=True)
             log.warning("embedded %d texts during the chunk step for %d chunks", self._writer.filled, rows)
             return False
-        stamp = {"model": self._rc.embedder.identity.key, "rows": rows, "chunks_sha256": _sha256(chunks)}
+        stamp = {"model": self._rc.embedder.identity.key, "rows": rows, "chunks_sha256": file_sha256(chunks)}
         stats = asdict(self._stream.stats)
         stats.pop("failures")
         self._tmp.replace(self._rc.workspace / VECTORS)
@@ -135,7 +130,7 @@ def embedded_ahead(rc: RunContext, chunks: Path) -> EmbedStats | None:
         stamp.get("model") != rc.embedder.identity.key
         or stamp.get("rows") != rows
         or read_vectors(rc.workspace / VECTORS).shape != (rows, rc.embedder.identity.dimension)
-        or stamp.get("chunks_sha256") != _sha256(chunks)
+        or stamp.get("chunks_sha256") != file_sha256(chunks)
     ):
         log.info("tenant %s: the vectors embedded during the chunk step are not for these chunks", rc.tenant)
         return None

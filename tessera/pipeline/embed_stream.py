@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from tessera.embedding.base import Vectors
-from tessera.embedding.batching import EmbedStats, RetryPolicy
+from tessera.embedding.batching import EmbedStats
 from tessera.pipeline.context import RunContext
 from tessera.pipeline.staging import BATCH_ROWS, VectorWriter
 from tessera.store.embedding_cache import EmbeddingCache, VectorCache, embed_with_cache
@@ -71,12 +71,12 @@ class EmbedStream:
         self, rc: RunContext, writer: VectorWriter, progress: Callable[[int], None] | None = None
     ) -> None:
         cfg = rc.config.embedding
-        cache = EmbeddingCache(rc.db, rc.tenant, rc.embedder.identity)
+        cache = rc.embedding_cache()
         self.empty_cache = cache.count() == 0
         self._cache: VectorCache = _Unwritten(cache) if self.empty_cache else cache
         self._group = max(EMPTY_CACHE_GROUP, cfg.batch_size) if self.empty_cache else BATCH_ROWS
         self._embedder, self._batch_size, self._sleep = rc.embedder, cfg.batch_size, rc.sleep
-        self._policy = RetryPolicy(max_retries=cfg.max_retries, backoff_seconds=cfg.backoff_seconds)
+        self._policy = rc.retry_policy()
         self._writer, self._progress = writer, progress
         self._texts: list[str] = []
         self.stats = EmbedStats()

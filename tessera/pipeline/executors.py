@@ -55,10 +55,17 @@ class Executor(Protocol):
         them as a stream, so it never holds every batch's result at once)."""
         ...
 
+    def pooled(self, tasks: int) -> bool:
+        """Whether ``tasks`` tasks run outside the calling process."""
+        ...
+
 
 class InlineExecutor:
     name = "inline"
     workers = 1
+
+    def pooled(self, tasks: int) -> bool:
+        return False
 
     def map(self, fn: Callable[[A], B], items: Sequence[A]) -> Iterator[B]:
         return (fn(x) for x in items)
@@ -125,6 +132,9 @@ class RayExecutor:
 
     def __init__(self, workers: int, address: str) -> None:
         self.workers, self.address = workers, address
+
+    def pooled(self, tasks: int) -> bool:
+        return tasks > 0
 
     def _ray(self) -> Any:
         try:

@@ -23,13 +23,7 @@ from tessera.pipeline import parse_cache
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.embed_ahead import EmbedAhead, embedded_ahead
 from tessera.pipeline.embed_stream import EmbedStream
-from tessera.pipeline.executors import (
-    InlineExecutor,
-    ProcessExecutor,
-    RayExecutor,
-    document_batches,
-    executor_for,
-)
+from tessera.pipeline.executors import InlineExecutor, document_batches, executor_for
 from tessera.pipeline.listed import ListedDocuments
 from tessera.pipeline.marks import flag_counts, marked
 from tessera.pipeline.progress import Progress
@@ -123,8 +117,7 @@ def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator
         ChunkTask(rc.workspace / PARSED, tuple(b), portable)
         for b in document_batches(docs, rc.config.execution)
     ]
-    pooled = isinstance(ex, RayExecutor) or (isinstance(ex, ProcessExecutor) and ex.pooled(len(tasks)))
-    return ex.map(chunk_documents, tasks), ex.name, pooled
+    return ex.map(chunk_documents, tasks), ex.name, ex.pooled(len(tasks))
 
 
 def _count(out: ChunkOutcome, flags: Counter[str], tokens: dict[str, int]) -> None:
