@@ -73,7 +73,7 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
     ex = executor_for(rc.config.execution, len(todo))
     tasks = [
         ParseTask(rc.config.store.uri, rc.tenant, rc.workspace / PARSED, tuple(b), cache)
-        for b in document_batches(todo, rc.config.execution)
+        for b in document_batches(todo, rc.config.execution, ex.workers)
     ]
     (rc.workspace / PARSED).mkdir(parents=True, exist_ok=True)
     outcomes: list[ParseOutcome] = []
@@ -115,7 +115,7 @@ def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator
     portable = ctx if ex.name == "inline" else replace(ctx, embed=None)
     tasks = [
         ChunkTask(rc.workspace / PARSED, tuple(b), portable)
-        for b in document_batches(docs, rc.config.execution)
+        for b in document_batches(docs, rc.config.execution, ex.workers)
     ]
     return ex.map(chunk_documents, tasks), ex.name, ex.pooled(len(tasks))
 

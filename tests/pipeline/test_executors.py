@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from tessera.config_execution import ExecutionConfig, parse_execution
 from tessera.errors import ConfigError
 from tessera.pipeline.executors import (
+    SMALLEST,
+    TAPER,
     InlineExecutor,
     ProcessExecutor,
     batches,
@@ -90,6 +92,49 @@ def test_document_batches_cut_by_count_and_bytes(sizes: list[int], most: int, bu
         assert len(task) == most or (budget and sum(d.size for d in task) + after[0].size > budget)
     if not budget:
         assert tasks == batches(docs, most)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 5000), max_size=120),
+    st.integers(1, 64),
+    st.sampled_from([0, 1, 700, 2000, 6000, 131072]),
+    st.integers(2, 8),
+)
+def test_tasks_shrink_to_their_share_of_what_is_left(
+    sizes: list[int], most: int, budget: int, workers: int
+) -> None:
+    docs = [_Doc(i, n) for i, n in enumerate(sizes)]
+    cfg = ExecutionConfig(batch_documents=most, batch_bytes=budget)
+    tasks = document_batches(docs, cfg, workers)
+    assert [d for t in tasks for d in t] == docs  # every document once, in input order
+    assert all(t and len(t) <= most for t in tasks)
+    share = TAPER * workers
+    left_docs, left_bytes = len(docs), sum(sizes)
+    for i, task in enumerate(tasks):
+        held = sum(d.size for d in task)
+        if budget:  # never over the budget, nor over its share of the bytes left (but one document)
+            cap = min(budget, max(-(-budget // SMALLEST), -(-left_bytes // share)))
+            assert held <= cap or len(task) == 1
+            later = tasks[i + 1][0].size if i + 1 < len(tasks) else None
+            # and never cut smaller than it must be: the next document would not fit, or the count is full
+            assert later is None or len(task) == most or held + later > cap
+        else:
+            cap = min(most, max(-(-most // SMALLEST), -(-left_docs // share)))
+            assert len(task) <= cap and (i + 1 == len(tasks) or len(task) == cap)
+        left_docs, left_bytes = left_docs - len(task), left_bytes - held
+
+
+def test_a_pooled_step_ends_on_small_tasks_not_a_whole_one() -> None:
+    docs = [_Doc(i, 2400 + (i * 37) % 800) for i in range(2000)]  # about 3 KB each, as the bench's corpus
+    cfg = ExecutionConfig()
+    whole, tapered = document_batches(docs, cfg), document_batches(docs, cfg, workers=2)
+    budget = cfg.batch_bytes
+    assert [d for t in tapered for d in t] == docs
+    assert all(sum(d.size for d in t) > budget - 3200 for t in whole[:-1])  # one worker: whole tasks
+    assert all(sum(d.size for d in t) <= budget // SMALLEST for t in tapered[-4:])  # two: small last ones
+    assert tapered[: len(tapered) - 16] == whole[: len(tapered) - 16]  # whole tasks until the tail
+    assert len(whole) < len(tapered) <= len(whole) + 14  # a dozen more tasks, about 3 ms each
 
 
 def test_a_bad_batch_budget_names_its_key() -> None:
