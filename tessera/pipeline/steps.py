@@ -11,7 +11,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -101,14 +101,23 @@ def parse_step(rc: RunContext) -> dict[str, Any]:
         **{k: sum(c[k] for c in trust.values()) for k in counts},
         "executor": ex.name,
         "workers": ex.workers,
+        "tasks": len(tasks),
         "worker_peak_rss_mb": round(worker_rss, 1),
     }
 
 
-def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator[ChunkOutcome], str, bool]:
-    """Chunks of the parsed documents, batch by batch, by the configured executor, and whether
-    they are chunked outside this process; the semantic strategy embeds while it chunks and
-    stays in this process, with the run's embedder."""
+class _ChunkBatches(NamedTuple):
+    outcomes: Iterator[ChunkOutcome]
+    executor: str
+    pooled: bool
+    """Chunked outside this process."""
+    tasks: int
+
+
+def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> _ChunkBatches:
+    """Chunks of the parsed documents, batch by batch, by the configured executor; the
+    semantic strategy embeds while it chunks and stays in this process, with the run's
+    embedder."""
     ctx = rc.chunk_context
     semantic = rc.config.chunking.strategy == "semantic"
     ex = InlineExecutor() if semantic else executor_for(rc.config.execution, len(docs))
@@ -117,7 +126,7 @@ def _chunk_batches(rc: RunContext, docs: list[SourceDocument]) -> tuple[Iterator
         ChunkTask(rc.workspace / PARSED, tuple(b), portable)
         for b in document_batches(docs, rc.config.execution, ex.workers)
     ]
-    return ex.map(chunk_documents, tasks), ex.name, ex.pooled(len(tasks))
+    return _ChunkBatches(ex.map(chunk_documents, tasks), ex.name, ex.pooled(len(tasks)), len(tasks))
 
 
 def _count(out: ChunkOutcome, flags: Counter[str], tokens: dict[str, int]) -> None:
@@ -143,11 +152,12 @@ def chunk_step(rc: RunContext) -> dict[str, Any]:
     work, in the process every worker waits on)."""
     data, docs = listed_documents(rc)
     report = rc.read(PARSE_REPORT)
-    outcomes, executor, pooled = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
+    work = _chunk_batches(rc, [docs[doc_id] for doc_id in report["parsed"]])
     (rc.workspace / EMBEDDED_AHEAD).unlink(missing_ok=True)
-    ahead = EmbedAhead.start(rc) if pooled and rc.config.execution.embed_during_chunk else None
+    ahead = EmbedAhead.start(rc) if work.pooled and rc.config.execution.embed_during_chunk else None
     try:
-        summary = _stage_chunks(rc, data, report, outcomes, executor, ahead)
+        summary = _stage_chunks(rc, data, report, work.outcomes, work.executor, ahead)
+        summary["tasks"] = work.tasks
     except BaseException:
         if ahead is not None:
             ahead.abandon()

@@ -152,9 +152,14 @@ def test_process_pool_stages_the_same_rows_as_inline(ws: Workspace) -> None:
 
     ws2 = Workspace(ws.root / "second")
     ws2.tenant("acme", DOCS)
-    ws2.execution = {"executor": "process", "workers": 2, "min_documents": 0, "batch_documents": 5}
+    ws2.execution = {
+        "executor": "process", "workers": 2, "min_documents": 0, "batch_documents": 5, "batch_bytes": 16384
+    }  # fmt: skip
     summary = ws2.run("acme", "pool")
     assert _snapshot(ws2) == inline
+    # 26 documents of about 1.1 KB, 5 a task: 6 tasks on one worker; on two the last ones shrink
+    assert summary["parse"]["tasks"] > 6 and summary["chunk"]["tasks"] > 5
+    assert first["parse"]["tasks"] == first["chunk"]["tasks"] == 1
     assert summary["parse"]["executor"] == "process" and summary["parse"]["workers"] == 2
     assert summary["chunk"]["executor"] == "process" and first["chunk"]["executor"] == "inline"
     assert summary["parse"]["quarantined"] == first["parse"]["quarantined"] == 1
