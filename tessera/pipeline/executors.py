@@ -265,16 +265,15 @@ def document_batches(docs: Sequence[S], cfg: ExecutionConfig, workers: int = 1) 
     out: list[list[S]] = []
     current: list[S] = []
     held = 0
-    left = [len(docs), sum(d.size for d in docs) if cfg.batch_bytes else 0]  # documents, bytes to cut
-    most, budget = _caps(cfg, workers, left)
+    left_docs, left_bytes = len(docs), sum(d.size for d in docs)  # still to cut
+    most, budget = _caps(cfg, workers, left_docs, left_bytes)
     for doc in docs:
         over = 0 < budget < held + doc.size
         if current and (len(current) >= most or over):
             out.append(current)
-            left[0] -= len(current)
-            left[1] -= held
+            left_docs, left_bytes = left_docs - len(current), left_bytes - held
             current, held = [], 0
-            most, budget = _caps(cfg, workers, left)
+            most, budget = _caps(cfg, workers, left_docs, left_bytes)
         current.append(doc)
         held += doc.size
     if current:
@@ -282,12 +281,12 @@ def document_batches(docs: Sequence[S], cfg: ExecutionConfig, workers: int = 1) 
     return out
 
 
-def _caps(cfg: ExecutionConfig, workers: int, left: list[int]) -> tuple[int, int]:
+def _caps(cfg: ExecutionConfig, workers: int, left_docs: int, left_bytes: int) -> tuple[int, int]:
     """The next task's most documents and bytes, given the documents and bytes left to cut."""
     most, budget = cfg.batch_documents, cfg.batch_bytes
     if workers <= 1:
         return most, budget
     share = TAPER * workers
     if budget:  # bytes bound a task's time better than a count: they taper
-        return most, min(budget, max(-(-budget // SMALLEST), -(-left[1] // share)))
-    return min(most, max(-(-most // SMALLEST), -(-left[0] // share))), budget
+        return most, min(budget, max(-(-budget // SMALLEST), -(-left_bytes // share)))
+    return min(most, max(-(-most // SMALLEST), -(-left_docs // share))), budget
