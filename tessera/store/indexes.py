@@ -4,7 +4,8 @@ FTS (BM25) on ``embedding_text`` for lexical and hybrid search; LABEL_LIST on ``
 ``groups`` and BTREE on the effective-date and document columns for the prefilters, BTREE on
 ``dup_group`` for the query that finds a hit's copies (a scan of the column cost ~60 ms on
 100k chunks, the lookup ~1 ms); an
-IVF_HNSW_SQ vector index once the table is large enough, kept only if its recall@10 against exact
+IVF_HNSW_SQ vector index once the table is large enough, built in segments of bounded size
+(``tessera.store.vector_build``: its base), kept only if its recall@10 against exact
 search on sampled queries is at least 0.95. Index builds are commits of their own; publish
 tags the version that has them.
 
@@ -16,14 +17,15 @@ the new rows into the FTS index instead rewrote it: 0.17 s of a 1 % change's pub
 rows, against 0.04 s for all seven text and scalar deltas. Lance's default for the vector
 index merged the first new rows into the trained segment, rewriting the whole HNSW graph:
 20.6 s for 400 rows at 100,000 (then 0.03 s as a delta). A vector index with
-``MAX_VECTOR_SEGMENTS`` segments merges its deltas with the next publish's rows, never the
-trained segment (0.46 s for six deltas at 100,000 rows); a text or scalar index keeps at most
-its base and one delta, which every publish's rows join, and merges into one when the delta
-outgrows 5 % of the table (``tessera.store.segments``: each full-text segment cost a BM25
-query about 1 ms; the seven merged at once took 0.29 s at 40,000 rows). So queries never
-search more than that many. An index is built from scratch only when it is missing, when
-more than ``REBUILD_FRACTION`` of the rows are outside it, or, for the vector index, outside
-its trained segment (its partitions no longer describe the table). Either way no row is left
+``MAX_VECTOR_SEGMENTS`` segments (its base counted as one) merges its deltas with the next
+publish's rows, never the trained base (0.46 s for six deltas at 100,000 rows); a text or
+scalar index keeps at most its base and one delta, which every publish's rows join, and
+merges into one when the delta outgrows 5 % of the table (``tessera.store.segments``: each
+full-text segment cost a BM25 query about 1 ms; the seven merged at once took 0.29 s at
+40,000 rows). So queries never search more than that many. An index is built from scratch
+only when it is missing, when more than ``REBUILD_FRACTION`` of the rows are outside it, or,
+for the vector index, outside its trained base (its partitions no longer describe the
+table). Either way no row is left
 unindexed, which is what ``tessera doctor`` checks.
 """
 
@@ -39,7 +41,10 @@ import pyarrow as pa
 from tessera.errors import PublishError
 from tessera.store.index_builds import create_beside_text
 from tessera.store.memory import release_memory
-from tessera.store.segments import fold_merges, outside_largest
+from tessera.store.segments import fold_merges, vector_base
+from tessera.store.vector_build import ROWS_PER_PARTITION as ROWS_PER_PARTITION  # re-exported
+from tessera.store.vector_build import VECTOR_INDEX, build_vector_index
+from tessera.store.vector_build import partitions_for as partitions_for  # re-exported
 
 log = logging.getLogger(__name__)
 
@@ -70,25 +75,11 @@ def ef_for(rows: int, limit: int) -> int:
     return max(grown, limit * REFINE)
 
 
-ROWS_PER_PARTITION = 25_000
-"""Rows per IVF partition of the vector index (each partition is one HNSW graph). Every probed
-partition is a graph search of its own: at 100,000 rows, 16 partitions of 6,250 rows (all of
-them probed, ``NPROBES`` 20) cost 9.6 ms a prefiltered top 40, 4 partitions 6.2 ms, one 7.0 ms,
-each at recall@40 1.0 against exact search (refine 2, ``ef`` 82). Larger graphs cost memory to
-build: on 400,000 64-d vectors, 64 / 16 / 8 / 1 partitions built in 45 / 49 / 61 / 93 s at a
-peak RSS of 406 / 428 / 512 / 1,122 MB. Lance's own default (2^20 rows a partition) is the
-last of those; 25,000 keeps the build's memory and time where 6,250 had them."""
-
-
-def partitions_for(rows: int) -> int:
-    """IVF partitions of a vector index over ``rows`` rows: ``ROWS_PER_PARTITION`` each."""
-    return max(1, math.ceil(rows / ROWS_PER_PARTITION))
-
-
 REBUILD_FRACTION = 0.25
 """Above this fraction of unindexed rows an index is rebuilt rather than updated."""
 MAX_VECTOR_SEGMENTS = 4
-"""A vector index with this many segments (its build plus deltas) merges its deltas into one.
+"""A vector index with this many segments, counting its base (the build's segments) as one,
+merges its deltas into one.
 Deltas cost queries: on the 100,000-row benchmark hybrid p50 was 26.3 ms fresh and 31.5-33.3
 ms after six small publishes (three or four segments per index); 35.0 ms after seven with a
 cap of 8."""
@@ -158,15 +149,13 @@ def ensure_indexes(
             _fold(table, sorted(group), num_indices_to_merge=merge)
         if rows >= vector_min_rows:
             current = state.get("vector")
-            if (
-                current is None
-                or _needs_rebuild(current[2], rows)
-                or _needs_rebuild(outside_largest(table, current[0]), rows)
-            ):
+            base, outside = vector_base(table, current[0]) if current is not None else (0, rows)
+            if current is None or _needs_rebuild(current[2], rows) or _needs_rebuild(outside, rows):
                 done["vector"] = _vector_index(table, rows, check_recall)
             elif current[2] > 0:
-                deltas = current[3] - 1 if current[3] >= MAX_VECTOR_SEGMENTS else 0
-                _fold(table, [current[0]], num_indices_to_merge=deltas)
+                deltas = current[3] - base
+                merge = deltas if 1 + deltas >= MAX_VECTOR_SEGMENTS else 0
+                _fold(table, [current[0]], num_indices_to_merge=merge)
                 done["vector"] = "updated"
     except PublishError:
         raise
@@ -179,7 +168,7 @@ def merge_segments(table: Any) -> dict[str, int]:
     """Merge the text and scalar indexes' delta segments into one each, and the vector index's
     deltas into one delta (maintenance): a query searches every segment of an index (on 100k
     chunks, the BM25 list after six publishes took ~5 ms more with 3 segments than with one;
-    merging them took 0.45 s). The vector index keeps its trained segment: merging into it
+    merging them took 0.45 s). The vector index keeps its trained base: merging into it
     rewrites its whole HNSW graph (20.6 s at 100k rows), where the deltas hold only the rows
     published since it was built. Returns the segments each merged index had."""
     state = _indexes(table)
@@ -188,8 +177,9 @@ def merge_segments(table: Any) -> dict[str, int]:
         if merged:
             _fold(table, sorted(state[c][0] for c in merged), num_indices_to_merge=max(merged.values()))
         vector = state.get("vector")
-        if vector is not None and vector[3] > 2:
-            _fold(table, [vector[0]], num_indices_to_merge=vector[3] - 1)
+        deltas = vector[3] - vector_base(table, vector[0])[0] if vector is not None else 0
+        if vector is not None and deltas > 1:
+            _fold(table, [vector[0]], num_indices_to_merge=deltas)
             merged["vector"] = vector[3]
     except Exception as e:
         raise PublishError(f"merging index segments failed: {e}") from e
@@ -207,12 +197,10 @@ UNCHECKED = "built IVF_HNSW_SQ, recall not checked yet"
 
 
 def _vector_index(table: Any, rows: int, check_recall: bool) -> str:
-    from lancedb.index import HnswSq
-
     # IVF_HNSW_SQ: on 100k clustered 384-d vectors it reached recall@10 1.0 at ~13 ms/query
-    # (build 21 s); IVF_PQ reached 0.39 (nprobes 20, refine 5) and is not used.
-    config = HnswSq(distance_type="cosine", num_partitions=partitions_for(rows))
-    table.create_index("vector", config=config, replace=True)
+    # (build 21 s); IVF_PQ reached 0.39 (nprobes 20, refine 5) and is not used. Built in
+    # segments of bounded size (tessera.store.vector_build); ``rows`` is the table's.
+    build_vector_index(table)
     return check_vector_index(table) if check_recall else UNCHECKED
 
 
@@ -221,7 +209,7 @@ def check_vector_index(table: Any) -> str:
     try:
         recall = vector_recall(table)
         if recall < RECALL_TARGET:
-            table.drop_index("vector_idx")
+            table.drop_index(VECTOR_INDEX)
             return f"dropped (recall@10 {recall:.3f} < {RECALL_TARGET})"
     except Exception as e:
         raise PublishError(f"building indexes failed: checking the vector index: {e}") from e

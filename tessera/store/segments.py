@@ -1,5 +1,5 @@
 """How many segments of each text and scalar index a publish's fold merges, and the rows
-outside an index's base.
+outside an index's base (the vector index's: :func:`vector_base`).
 
 An index folds a publish's rows in as a delta segment, or merges them with its newest segments
 (Lance ``optimize_indices``, ``num_indices_to_merge``: the newest n). Queries pay for every
@@ -30,6 +30,22 @@ def outside_largest(table: Any, name: str) -> int:
     """Rows outside the index's largest segment (its base: the build or the last merge into
     one), by the fragments each segment covers; rows no segment covers count too."""
     return _outside(table, [name])[name]
+
+
+def vector_base(table: Any, name: str) -> tuple[int, int]:
+    """(segments in its base, rows outside them) of the vector index ``name``. Its base is
+    what a build committed (``tessera.store.vector_build``: one segment or several, all
+    updated at the build's dataset version); every delta a publish or a merge of deltas wrote
+    is newer. Rows outside the base: the deltas' and those no segment covers."""
+    ds = table.to_lance()
+    per_fragment: dict[int, int] = {f.fragment_id: int(f.count_rows()) for f in ds.get_fragments()}
+    for desc in ds.describe_indices():
+        if desc.name == name:
+            first = min(s.dataset_version_at_last_update for s in desc.segments)
+            base = [s for s in desc.segments if s.dataset_version_at_last_update == first]
+            covered = set().union(*(set(s.fragment_ids) for s in base))
+            return len(base), sum(per_fragment.values()) - sum(per_fragment.get(i, 0) for i in covered)
+    return 0, sum(per_fragment.values())
 
 
 def _outside(table: Any, names: list[str]) -> dict[str, int]:
