@@ -25,8 +25,7 @@ full-text segment cost a BM25 query about 1 ms; the seven merged at once took 0.
 40,000 rows). So queries never search more than that many. An index is built from scratch
 only when it is missing, when more than ``REBUILD_FRACTION`` of the rows are outside it, or,
 for the vector index, outside its trained base (its partitions no longer describe the
-table). Either way no row is left
-unindexed, which is what ``tessera doctor`` checks.
+table). Either way no row is left unindexed, which is what ``tessera doctor`` checks.
 """
 
 from __future__ import annotations

@@ -1,25 +1,30 @@
 """Building a chunk table's vector index in segments of bounded size.
 
-One IVF_HNSW_SQ build over a whole table held memory that grew with the table: on 400,000
-64-d vectors (a 100,000-document tenant) LanceDB's build took a fresh process's anonymous
-memory from 68 to 293 MB (Lance's IVF shuffle holds every row's partition, code and id), and
-in the 100,000-document run it was the run's peak. :func:`build_vector_index` builds one index
+One IVF_HNSW_SQ build over a whole table holds memory that grows with the table (Lance's IVF
+shuffle holds every row's partition, code and id). :func:`build_vector_index` builds one index
 segment per group of consecutive data files of about ``SEGMENT_ROWS`` rows, each trained on
 its own rows (``create_index_uncommitted`` over the group's fragments, ``partitions_for`` its
 rows), the memory handed back between them, and commits them together as ONE index in one
-commit. On the same 400,000 vectors, in four files of 100,000 rows: anonymous memory 36 ->
-167 MB at the peak. Files are written at most ``tessera.store.append.ROWS_PER_FILE`` rows
-(100,000), so a first build's groups are its files; a table that is one large file (LanceDB's
-own ``add``) is one segment, built as before.
+commit. Files are written at most ``tessera.store.append.ROWS_PER_FILE`` rows (100,000), so a
+first build's groups are its files; a table that is one large file (LanceDB's own ``add``)
+is one segment. Measured in a fresh process with a run's settings (2 malloc arenas, Arrow on
+the C heap), LanceDB's one build against these segments:
 
-What it costs queries: a search probes every segment, so a table of k segments searches k
-sets of partitions. Each segment has ``partitions_for`` its own rows (25,000 rows a
-partition), so the HNSW graphs searched are as many and as large as one build's when every
-partition is probed (``NPROBES`` 20 probes all of a segment's 4): on those 400,000 vectors
-recall@10 0.985 against 0.973 for one build, p50 25.8 against 21.1 ms (60 noisy near-data
-queries, ``ef`` 64, refine 2). Past 20 partitions per segment-free build (above 500,000 rows)
-one build probes only 20 of its partitions and k segments probe all of theirs: more recall,
-more time.
+    vectors                 one build: anon peak, RSS peak, s    segments: anon, RSS, s
+    200,000 x 384-d, 2 files     68 -> 568 MB, 671 MB, 88 s        68 -> 385 MB, 530 MB, 103 s
+    400,000 x 64-d, 4 files      68 -> 258 MB, 366 MB, 130 s       68 -> 220 MB, 365 MB, 105 s
+
+(the segments' RSS includes pylance's code, +41 MB, which a run has loaded for its append).
+So the gain is with the model's 384-d vectors; at the benchmark's 64-d the build was not the
+part that grew (in a 100,000-document run, 400,000 rows, each segment rose 35-50 MB over a
+process holding 668 MB, whose floor crept to 727 MB by the last: the run's peak moved little).
+
+What it costs queries: a search probes every segment. Each segment has ``partitions_for`` its
+own rows (25,000 rows a partition), so up to ``NPROBES`` partitions a segment the graphs
+searched are as many and as large as one build's; past that (a one-build table over 500,000
+rows probes 20 of its partitions) the segments search more of them. On 400,000 64-d vectors
+in 4 segments, 60 near-data queries (``ef`` 64, refine 2, Lance's default construction width,
+another job running): recall@10 0.985 against 0.973 for one build, p50 25.8 against 21.1 ms.
 
 The segments a build commits are the index's base; a publish's rows become deltas beside it
 (``tessera.store.indexes``). The base is told from the deltas by the dataset version each
@@ -96,6 +101,10 @@ def build_vector_index(table: Any) -> int:
     rows = dict(live)
     built = []
     for group in segment_groups(live, SEGMENT_ROWS):
+        # a dataset of its own (the handle's version; a session without the last segment's
+        # reads): over four 100,000-row segments the process kept 107 MB after the build
+        # against 137 MB on one dataset, its peak 358 against 365 MB
+        ds = table.to_lance()
         built.append(
             ds.create_index_uncommitted(
                 "vector",

@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 
 from tessera.errors import PublishError
 from tessera.store import indexes, vector_build
-from tessera.store.indexes import RECALL_TARGET, ensure_indexes, index_state, merge_segments, vector_recall
+from tessera.store.indexes import (
+    RECALL_TARGET,
+    ensure_indexes,
+    index_state,
+    merge_segments,
+    tuned,
+    vector_recall,
+)
 from tessera.store.segments import vector_base
 from tessera.store.vector_build import VECTOR_INDEX, build_vector_index, segment_groups
 from tests.vector_fixtures import clustered_rows
@@ -82,6 +89,21 @@ def test_a_table_of_several_files_is_one_index_of_a_segment_per_group(
     assert vector_base(table, VECTOR_INDEX) == (4, 0)
     assert index_state(table)["vector"] == ("IvfHnswSq", 0)  # one index, every row in it
     assert vector_recall(table) >= RECALL_TARGET
+    # a prefiltered search (as the ACL filter runs) finds its nearest rows across the segments
+    _, vectors = clustered_rows(n=1200)
+    where = "CAST(id AS INT) % 3 = 0"
+    hits = exact = 0
+    for row in range(5, 1200, 97):
+        query = vectors[row] + 0.05 * np.sin(np.arange(vectors.shape[1]) + row).astype(np.float32)
+        found = tuned(table.search(query).distance_type("cosine").where(where, prefilter=True), 10, 1200)
+        truth = table.search(query).distance_type("cosine").where(where, prefilter=True).limit(10)
+        got, want = (
+            set(found.to_arrow()["id"].to_pylist()),
+            set(truth.bypass_vector_index().to_arrow()["id"].to_pylist()),
+        )
+        assert all(int(i) % 3 == 0 for i in got)
+        hits, exact = hits + len(got & want), exact + len(want)
+    assert hits / exact >= RECALL_TARGET
     # the same table with files over the limit of a segment: one segment, as before
     monkeypatch.setattr(vector_build, "SEGMENT_ROWS", 10_000)
     assert build_vector_index(table) == 1
