@@ -185,3 +185,29 @@ def test_a_failed_segment_commits_nothing_and_the_table_keeps_its_index(
     assert ensure_indexes(table, vector_min_rows=500)["vector"].startswith("created IVF_HNSW_SQ")
     assert [files for _, files in _segments(table)] == [[0], [1], [2], [3], [4]]
     assert vector_base(table, VECTOR_INDEX) == (5, 0)
+
+
+def test_maintenance_over_a_base_of_segments_keeps_it_and_merges_only_the_deltas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction rewrites the base's files and a delta's (rows deleted from both) and remaps
+    every segment; the base must still be told from the deltas afterwards."""
+    from tessera.store.maintenance import maintain_table
+
+    monkeypatch.setattr(vector_build, "SEGMENT_ROWS", 300)
+    table, data = _files(tmp_path, [300, 300, 300, 300], 1260)
+    ensure_indexes(table, vector_min_rows=500)
+    for lo in (1200, 1220, 1240):
+        table.add(data.slice(lo, 20))
+        ensure_indexes(table, vector_min_rows=500)
+    table.delete("id IN ('3', '650', '1230')")  # two base files and a delta
+    assert len(_segments(table)) == 7
+    monkeypatch.setattr(indexes, "vector_recall", lambda t, *a, **k: RECALL_TARGET)
+    monkeypatch.setattr(indexes, "_vector_index", lambda *a: pytest.fail("a kept index was rebuilt"))
+    report = maintain_table(table, keep_versions=2, keep_run_tags=0)
+    assert report.vector_index == f"kept (recall@10 {RECALL_TARGET:.3f})"
+    base, outside = vector_base(table, VECTOR_INDEX)
+    assert (base, len(_segments(table))) == (4, 5)  # the base's four segments and one delta
+    assert outside == 59  # the three publishes' rows, one deleted
+    assert all(unindexed == 0 for _, unindexed in index_state(table).values())
+    assert table.count_rows() == 1257
