@@ -76,17 +76,14 @@ def segment_groups(fragments: Sequence[tuple[int, int]], limit: int = SEGMENT_RO
     left out (nothing of theirs can be searched)."""
     groups: list[list[int]] = []
     sizes: list[int] = []
-    open_rows = limit  # no group open yet
     for fragment_id, rows in fragments:
         if rows <= 0:
             continue
-        if open_rows >= limit:
+        if not sizes or sizes[-1] >= limit:  # the open group is full: start the next
             groups.append([])
             sizes.append(0)
-            open_rows = 0
         groups[-1].append(fragment_id)
         sizes[-1] += rows
-        open_rows = sizes[-1]
     if len(groups) > 1 and sizes[-1] < limit / 2:
         groups[-2].extend(groups.pop())
     return groups
