@@ -176,8 +176,7 @@ def merge_segments(table: Any) -> dict[str, int]:
         if merged:
             _fold(table, sorted(state[c][0] for c in merged), num_indices_to_merge=max(merged.values()))
         vector = state.get("vector")
-        deltas = vector[3] - vector_base(table, vector[0])[0] if vector is not None else 0
-        if vector is not None and deltas > 1:
+        if vector is not None and (deltas := vector[3] - vector_base(table, vector[0])[0]) > 1:
             _fold(table, [vector[0]], num_indices_to_merge=deltas)
             merged["vector"] = vector[3]
     except Exception as e:

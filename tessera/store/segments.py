@@ -26,6 +26,12 @@ DELTA_SHARE = 0.05
 above which a fold merges every segment into one."""
 
 
+def fragment_rows(ds: Any) -> dict[int, int]:
+    """Live rows of each data file (fragment id -> rows) of the Lance dataset ``ds``, in table
+    order."""
+    return {f.fragment_id: int(f.count_rows()) for f in ds.get_fragments()}
+
+
 def outside_largest(table: Any, name: str) -> int:
     """Rows outside the index's largest segment (its base: the build or the last merge into
     one), by the fragments each segment covers; rows no segment covers count too."""
@@ -38,7 +44,7 @@ def vector_base(table: Any, name: str) -> tuple[int, int]:
     updated at the build's dataset version); every delta a publish or a merge of deltas wrote
     is newer. Rows outside the base: the deltas' and those no segment covers."""
     ds = table.to_lance()
-    per_fragment: dict[int, int] = {f.fragment_id: int(f.count_rows()) for f in ds.get_fragments()}
+    per_fragment = fragment_rows(ds)
     for desc in ds.describe_indices():
         if desc.name == name:
             first = min(s.dataset_version_at_last_update for s in desc.segments)
@@ -50,7 +56,7 @@ def vector_base(table: Any, name: str) -> tuple[int, int]:
 
 def _outside(table: Any, names: list[str]) -> dict[str, int]:
     ds = table.to_lance()
-    per_fragment: dict[int, int] = {f.fragment_id: int(f.count_rows()) for f in ds.get_fragments()}
+    per_fragment = fragment_rows(ds)
     total = sum(per_fragment.values())
     out: dict[str, int] = {}
     for desc in ds.describe_indices():
