@@ -9,6 +9,7 @@ BENCHES = [
     "bench.embed_throughput",
     "bench.embed_int8",
     "bench.noop_rerun",
+    "bench.import_cost",  # what a process pays to import the store, the CLI and the definitions
     "bench.incremental_cost",
     "bench.memory_scaling",  # about 20 minutes: a 100,000-document full run
     "bench.listing_cost",
