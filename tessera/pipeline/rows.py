@@ -106,6 +106,11 @@ class StagedRows:
         self.checked = None if problems else kept
         return problems
 
+    def drop_counts(self) -> None:
+        """Forget :attr:`per_document` once every reader is made (a Counter of every staged
+        document: 3.8 MB at 100,000 documents, under a publish's index builds)."""
+        self.per_document = Counter()
+
     def reader(self, scope: set[str]) -> StreamedRows:
         """The rows of ``scope`` as a stream for one commit (call :meth:`check` first)."""
         schema = chunk_schema(self.rc.embedder.identity.dimension)
