@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -95,6 +96,15 @@ KEY_BATCH = 65_536
 """Rows per batch of verify's pass over the key columns."""
 
 
+@dataclass(frozen=True)
+class KeyChecks:
+    """What :func:`key_checks` found on a table whose key pass passed: its rows and the ids
+    sampled for the offset checks."""
+
+    rows: int
+    sampled_ids: tuple[str, ...]
+
+
 def check_published(
     table: Any,
     tenant: str,
@@ -105,13 +115,27 @@ def check_published(
     sample_size: int = 25,
 ) -> tuple[list[str], dict[str, int]]:
     """Verify the live table against the run's listing (``revisions``: each listed document's
-    revision): stale ids, ACL, dimension, offsets.
+    revision): stale ids, ACL, dimension (:func:`key_checks`), then the offsets of the sampled
+    rows against the source (:func:`offset_checks`)."""
+    problems, found, stale = key_checks(table, tenant, dimension, revisions, quarantined, sample_size)
+    offsets, checked = offset_checks(table, found.sampled_ids, blobs)
+    return problems + offsets, {"rows": found.rows, "stale_rows": stale, "offsets_checked": checked}
+
+
+def key_checks(
+    table: Any,
+    tenant: str,
+    dimension: int,
+    revisions: Mapping[str, str],
+    quarantined: set[str],
+    sample_size: int = 25,
+) -> tuple[list[str], KeyChecks, int]:
+    """The checks that read the whole table: problems, what was found, stale rows.
 
     What it reads is what the checks need, never the vectors: one streamed pass over the
     ``id``, ``doc_id`` and ``revision`` columns (:class:`KeyPass`: duplicates, stale rows,
-    the sampled ids), two filtered counts (other tenants, rows without ACL), the schema
-    (vector dimension) and the full rows of the ``sample_size`` sampled ids only (offsets
-    against the source). Its memory follows ``KEY_BATCH``, not the table: reading the three
+    the sampled ids), two filtered counts (other tenants, rows without ACL) and the schema
+    (vector dimension). Its memory follows ``KEY_BATCH``, not the table: reading the three
     columns whole and counting them in Arrow cost about 300 MB at 400,000 rows."""
     rows = int(table.count_rows())
     keys = KeyPass(revisions, quarantined, sample_positions(rows, sample_size, str(table.version)))
@@ -140,9 +164,13 @@ def check_published(
             problems.append(f"vector type {vtype} does not have dimension {dimension}")
     if keys.stale:
         problems.append(f"{keys.stale} stale rows (document gone or revision superseded)")
-    picked = _sampled_rows(table, keys.sampled_ids())
-    problems.extend(check_offsets(picked, blobs))
-    return problems, {"rows": keys.rows, "stale_rows": keys.stale, "offsets_checked": len(picked)}
+    return problems, KeyChecks(keys.rows, tuple(keys.sampled_ids())), keys.stale
+
+
+def offset_checks(table: Any, ids: Iterable[str], blobs: BlobStore) -> tuple[list[str], int]:
+    """The offsets of the rows with these ids against the stored source: problems, rows checked."""
+    picked = _sampled_rows(table, list(ids))
+    return check_offsets(picked, blobs), len(picked)
 
 
 class KeyPass:

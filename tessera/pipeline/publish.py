@@ -20,7 +20,7 @@ from tessera.errors import (
 )
 from tessera.parsing.base import ParserVersions
 from tessera.pipeline import parse_cache
-from tessera.pipeline.checks import check_published, check_rows
+from tessera.pipeline.checks import check_rows
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.failures import update_queue
 from tessera.pipeline.gate import GateResult, quality_gate
@@ -38,6 +38,7 @@ from tessera.pipeline.staging import (
     VECTORS,
 )
 from tessera.pipeline.steps import listed_documents, staged_chunks
+from tessera.pipeline.verified import VERIFIED_FILE, verify_published
 from tessera.store.index import StreamedRows, document_revisions
 from tessera.store.lock import tenant_lock
 from tessera.store.memory import release_memory
@@ -211,6 +212,6 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
     quarantined = _quarantined(rc)
     if rc.doc_scope is not None:  # a retry answers for its documents only: others may be stale
         quarantined |= set(document_revisions(table)) - rc.doc_scope
-    return check_published(
-        table, rc.tenant, rc.embedder.identity.dimension, docs.revisions(), quarantined, rc.blobs, sample_size
-    )
+    path = rc.config.store.work_dir / rc.tenant / VERIFIED_FILE
+    dimension, revisions = rc.embedder.identity.dimension, docs.revisions()
+    return verify_published(table, rc.tenant, dimension, revisions, quarantined, rc.blobs, path, sample_size)

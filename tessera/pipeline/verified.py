@@ -1,0 +1,115 @@
+"""Verify's pass over the whole table, remembered per tenant for the commit it passed on.
+
+A run that commits nothing verifies the commit the run before it verified, against the same
+listing. The checks that read the whole table (:func:`tessera.pipeline.checks.key_checks`: a
+pass over the key columns, two filtered counts, the schema) answer from the commit and from
+what it is checked against alone: the listing's revisions, the quarantined documents, the
+tenant, the vector dimension, the sample size and the checks' own version. A pass is kept in
+``<work_dir>/<tenant>/verified.json`` under a SHA-256 of all of these, the commit named by
+table, version number and commit time (a table dropped and built again to the same number has
+another commit time; every write, restore or index change is a new version). A run whose key
+matches takes the rows and sampled ids from it instead of reading the table: 0.18 s of a
+0.68 s no-op at 10,000 documents (40,000 rows). The sampled rows' offsets are still checked
+against the stored source on every verify, and nothing that failed is kept.
+
+The file is trusted as the work dir is (the revision and parse caches live there too): whoever
+can write it can already change what a run indexes. A file that is missing, unreadable or of
+another key means the whole pass, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tessera.pipeline.checks import KeyChecks, key_checks, offset_checks
+from tessera.store.blobs import BlobStore
+
+log = logging.getLogger(__name__)
+
+VERIFIED_FILE = "verified.json"
+CHECKS_VERSION = 1
+"""Part of the key: raised whenever :func:`key_checks` checks something new, so a pass of the
+checks before is not taken for one of the new."""
+
+
+def commit_identity(table: Any) -> str | None:
+    """``name@version:commit time`` of the version ``table`` reads (None: not in its list)."""
+    version = int(table.version)
+    found = next((v for v in table.list_versions() if int(v["version"]) == version), None)
+    return None if found is None else f"{table.name}@{version}:{found['timestamp'].isoformat()}"
+
+
+def verify_key(
+    commit: str, tenant: str, dimension: int, revisions: Mapping[str, str], quarantined: set[str], sample: int
+) -> str:
+    """SHA-256 of everything :func:`key_checks`' answer depends on (order-free)."""
+    h = hashlib.sha256(json.dumps([CHECKS_VERSION, commit, tenant, dimension, sample]).encode())
+    h.update(json.dumps(sorted(quarantined)).encode())
+    for doc_id, revision in sorted(revisions.items()):
+        h.update(json.dumps([doc_id, revision]).encode())
+    return h.hexdigest()
+
+
+def recall(path: Path, key: str) -> KeyChecks | None:
+    """The pass kept under ``key`` (None: none, another key, or a file not as written)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("key") != key:
+            return None
+        ids = data["sampled_ids"]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return None
+        return KeyChecks(int(data["rows"]), tuple(ids))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        if not isinstance(e, FileNotFoundError):
+            log.warning("%s not used (%s): verifying the whole table", path, e)
+        return None
+
+
+def remember(path: Path, key: str, found: KeyChecks) -> None:
+    """Keep a pass (written whole, then renamed: a reader sees the old file or the new)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"key": key, "rows": found.rows, "sampled_ids": list(found.sampled_ids)})
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def verify_published(
+    table: Any,
+    tenant: str,
+    dimension: int,
+    revisions: Mapping[str, str],
+    quarantined: set[str],
+    blobs: BlobStore,
+    path: Path,
+    sample_size: int = 25,
+) -> tuple[list[str], dict[str, int]]:
+    """:func:`tessera.pipeline.checks.check_published`, with the whole-table pass taken from
+    ``path`` when it passed on this commit against these inputs, and kept there when it passes."""
+    commit = commit_identity(table)
+    key = commit and verify_key(commit, tenant, dimension, revisions, quarantined, sample_size)
+    found = recall(path, key) if key else None
+    problems: list[str] = []
+    recalled, stale = found is not None, 0  # a kept pass found no stale row
+    if found is None:
+        problems, found, stale = key_checks(table, tenant, dimension, revisions, quarantined, sample_size)
+        if not problems and key:
+            remember(path, key, found)
+    else:
+        log.info("%s verify: %s passed these checks before (%d rows not read)", tenant, commit, found.rows)
+    offsets, checked = offset_checks(table, found.sampled_ids, blobs)
+    stats = {"rows": found.rows, "stale_rows": stale, "offsets_checked": checked, "recalled": int(recalled)}
+    return problems + offsets, stats
