@@ -8,8 +8,9 @@ tenant, the vector dimension, the sample size and the checks' own version. A pas
 ``<work_dir>/<tenant>/verified.json`` under a SHA-256 of all of these, the commit named by
 table, version number and commit time (a table dropped and built again to the same number has
 another commit time; every write, restore or index change is a new version). A run whose key
-matches takes the rows and sampled ids from it instead of reading the table: 0.18 s of a
-0.68 s no-op at 10,000 documents (40,000 rows). The sampled rows' offsets are still checked
+matches takes the rows and sampled ids from it instead of reading the table: a no-op at
+10,000 documents (40,000 rows) took 0.593 s against 0.733 s (medians of 3, `bench/HISTORY.md`).
+The sampled rows' offsets are still checked
 against the stored source on every verify, and nothing that failed is kept.
 
 The file is trusted as the work dir is (the revision and parse caches live there too): whoever

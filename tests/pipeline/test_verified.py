@@ -6,7 +6,6 @@ to the same version number; the sampled offsets are checked against the source e
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -131,8 +130,8 @@ def test_the_key_names_everything_the_pass_depends_on() -> None:
     assert key not in keys and len(keys) == len(changes)
 
 
-def test_a_table_built_again_to_the_same_version_number_is_another_commit() -> None:
-    db = lancedb.connect(tempfile.mkdtemp(prefix="tessera-verified-"))
+def test_a_table_built_again_to_the_same_version_number_is_another_commit(tmp_path: Path) -> None:
+    db = lancedb.connect(str(tmp_path / "db"))
     data = pa.table({"id": ["a", "b"]})
     first = db.create_table("t", data)
     was = verified.commit_identity(first)
