@@ -97,6 +97,19 @@ KEY_BATCH = 65_536
 
 
 @dataclass(frozen=True)
+class VerifyInputs:
+    """What a published table is verified against: each listed document's revision, the
+    documents quarantined (neither updated nor deleted: their old rows are not stale), the
+    tenant, the vector dimension and how many rows' offsets are read back."""
+
+    tenant: str
+    dimension: int
+    revisions: Mapping[str, str]
+    quarantined: set[str]
+    sample_size: int = 25
+
+
+@dataclass(frozen=True)
 class KeyChecks:
     """What :func:`key_checks` found on a table whose key pass passed: its rows and the ids
     sampled for the offset checks."""
@@ -117,19 +130,13 @@ def check_published(
     """Verify the live table against the run's listing (``revisions``: each listed document's
     revision): stale ids, ACL, dimension (:func:`key_checks`), then the offsets of the sampled
     rows against the source (:func:`offset_checks`)."""
-    problems, found, stale = key_checks(table, tenant, dimension, revisions, quarantined, sample_size)
+    inputs = VerifyInputs(tenant, dimension, revisions, quarantined, sample_size)
+    problems, found, stale = key_checks(table, inputs)
     offsets, checked = offset_checks(table, found.sampled_ids, blobs)
     return problems + offsets, {"rows": found.rows, "stale_rows": stale, "offsets_checked": checked}
 
 
-def key_checks(
-    table: Any,
-    tenant: str,
-    dimension: int,
-    revisions: Mapping[str, str],
-    quarantined: set[str],
-    sample_size: int = 25,
-) -> tuple[list[str], KeyChecks, int]:
+def key_checks(table: Any, inputs: VerifyInputs) -> tuple[list[str], KeyChecks, int]:
     """The checks that read the whole table: problems, what was found, stale rows.
 
     What it reads is what the checks need, never the vectors: one streamed pass over the
@@ -138,7 +145,8 @@ def key_checks(
     (vector dimension). Its memory follows ``KEY_BATCH``, not the table: reading the three
     columns whole and counting them in Arrow cost about 300 MB at 400,000 rows."""
     rows = int(table.count_rows())
-    keys = KeyPass(revisions, quarantined, sample_positions(rows, sample_size, str(table.version)))
+    sample = sample_positions(rows, inputs.sample_size, str(table.version))
+    keys = KeyPass(inputs.revisions, inputs.quarantined, sample)
 
     def scan() -> Iterable[pa.RecordBatch]:
         batches: Iterable[pa.RecordBatch] = (
@@ -151,7 +159,7 @@ def key_checks(
     problems: list[str] = []
     if keys.rows:
         problems.extend(keys.duplicates(scan))
-        other = f"tenant IS NULL OR tenant != {sql_str(tenant)}"
+        other = f"tenant IS NULL OR tenant != {sql_str(inputs.tenant)}"
         if int(table.count_rows(other)):
             found = table.search().where(other).select(["tenant"]).limit(None).to_arrow()
             names = sorted(set(found.column("tenant").to_pylist()), key=str)
@@ -160,8 +168,8 @@ def key_checks(
         if no_acl:
             problems.append(f"{no_acl} rows without any reader or group")
         vtype = table.schema.field("vector").type
-        if not isinstance(vtype, pa.FixedSizeListType) or vtype.list_size != dimension:
-            problems.append(f"vector type {vtype} does not have dimension {dimension}")
+        if not isinstance(vtype, pa.FixedSizeListType) or vtype.list_size != inputs.dimension:
+            problems.append(f"vector type {vtype} does not have dimension {inputs.dimension}")
     if keys.stale:
         problems.append(f"{keys.stale} stale rows (document gone or revision superseded)")
     return problems, KeyChecks(keys.rows, tuple(keys.sampled_ids())), keys.stale

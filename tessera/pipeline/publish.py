@@ -20,7 +20,7 @@ from tessera.errors import (
 )
 from tessera.parsing.base import ParserVersions
 from tessera.pipeline import parse_cache
-from tessera.pipeline.checks import check_rows
+from tessera.pipeline.checks import VerifyInputs, check_rows
 from tessera.pipeline.context import SENTENCE_COUNTS, SENTENCE_VECTORS, RunContext
 from tessera.pipeline.failures import update_queue
 from tessera.pipeline.gate import GateResult, quality_gate
@@ -112,8 +112,8 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
         if scope <= relabel:  # every live row of every document in scope: none can go
             rows = replace(rows, whole=True)
         # what the commit no longer needs goes before its index builds allocate (at 100,000
-        # documents the replaced set, the guard's counts and the staged per-document counts,
-        # about 13 MB under the vector build, the run's peak)
+        # documents the replaced set, the guard's counts and the staged per-document counts:
+        # about 11 MB of hash tables under the vector build, the run's peak)
         staged.drop_counts()
         del replaced, new_chunks, staged
         result = rc.index.publish(rows, scope, rc.run_id, rc.chunk_context.config_hash)
@@ -213,5 +213,7 @@ def verify_step(rc: RunContext, sample_size: int = 25) -> tuple[list[str], dict[
     if rc.doc_scope is not None:  # a retry answers for its documents only: others may be stale
         quarantined |= set(document_revisions(table)) - rc.doc_scope
     path = rc.config.store.work_dir / rc.tenant / VERIFIED_FILE
-    dimension, revisions = rc.embedder.identity.dimension, docs.revisions()
-    return verify_published(table, rc.tenant, dimension, revisions, quarantined, rc.blobs, path, sample_size)
+    inputs = VerifyInputs(
+        rc.tenant, rc.embedder.identity.dimension, docs.revisions(), quarantined, sample_size
+    )
+    return verify_published(table, inputs, rc.blobs, path)

@@ -10,8 +10,8 @@ table, version number and commit time (a table dropped and built again to the sa
 another commit time; every write, restore or index change is a new version). A run whose key
 matches takes the rows and sampled ids from it instead of reading the table: a no-op at
 10,000 documents (40,000 rows) took 0.593 s against 0.733 s (medians of 3, `bench/HISTORY.md`).
-The sampled rows' offsets are still checked
-against the stored source on every verify, and nothing that failed is kept.
+The sampled rows' offsets are still checked against the stored source on every verify, and
+nothing that failed is kept.
 
 The file is trusted as the work dir is (the revision and parse caches live there too): whoever
 can write it can already change what a run indexes. A file that is missing, unreadable or of
@@ -25,11 +25,10 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tessera.pipeline.checks import KeyChecks, key_checks, offset_checks
+from tessera.pipeline.checks import KeyChecks, VerifyInputs, key_checks, offset_checks
 from tessera.store.blobs import BlobStore
 
 log = logging.getLogger(__name__)
@@ -47,13 +46,12 @@ def commit_identity(table: Any) -> str | None:
     return None if found is None else f"{table.name}@{version}:{found['timestamp'].isoformat()}"
 
 
-def verify_key(
-    commit: str, tenant: str, dimension: int, revisions: Mapping[str, str], quarantined: set[str], sample: int
-) -> str:
+def verify_key(commit: str, inputs: VerifyInputs) -> str:
     """SHA-256 of everything :func:`key_checks`' answer depends on (order-free)."""
-    h = hashlib.sha256(json.dumps([CHECKS_VERSION, commit, tenant, dimension, sample]).encode())
-    h.update(json.dumps(sorted(quarantined)).encode())
-    for doc_id, revision in sorted(revisions.items()):
+    head = [CHECKS_VERSION, commit, inputs.tenant, inputs.dimension, inputs.sample_size]
+    h = hashlib.sha256(json.dumps(head).encode())
+    h.update(json.dumps(sorted(inputs.quarantined)).encode())
+    for doc_id, revision in sorted(inputs.revisions.items()):
         h.update(json.dumps([doc_id, revision]).encode())
     return h.hexdigest()
 
@@ -89,28 +87,23 @@ def remember(path: Path, key: str, found: KeyChecks) -> None:
 
 
 def verify_published(
-    table: Any,
-    tenant: str,
-    dimension: int,
-    revisions: Mapping[str, str],
-    quarantined: set[str],
-    blobs: BlobStore,
-    path: Path,
-    sample_size: int = 25,
+    table: Any, inputs: VerifyInputs, blobs: BlobStore, path: Path
 ) -> tuple[list[str], dict[str, int]]:
     """:func:`tessera.pipeline.checks.check_published`, with the whole-table pass taken from
     ``path`` when it passed on this commit against these inputs, and kept there when it passes."""
     commit = commit_identity(table)
-    key = commit and verify_key(commit, tenant, dimension, revisions, quarantined, sample_size)
+    key = commit and verify_key(commit, inputs)
     found = recall(path, key) if key else None
     problems: list[str] = []
     recalled, stale = found is not None, 0  # a kept pass found no stale row
     if found is None:
-        problems, found, stale = key_checks(table, tenant, dimension, revisions, quarantined, sample_size)
+        problems, found, stale = key_checks(table, inputs)
         if not problems and key:
             remember(path, key, found)
     else:
-        log.info("%s verify: %s passed these checks before (%d rows not read)", tenant, commit, found.rows)
+        log.info(
+            "%s verify: %s passed these checks before (%d rows not read)", inputs.tenant, commit, found.rows
+        )
     offsets, checked = offset_checks(table, found.sampled_ids, blobs)
     stats = {"rows": found.rows, "stale_rows": stale, "offsets_checked": checked, "recalled": int(recalled)}
     return problems + offsets, stats

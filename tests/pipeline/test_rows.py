@@ -118,7 +118,7 @@ def test_the_index_builds_run_without_the_commits_sets_of_every_document(
 ) -> None:
     """Before the publish (its commit, then its index builds) the step drops what only the
     plan needed: at 100,000 documents the replaced set, the guard's counts and the staged
-    per-document counts were about 13 MB under the vector build (the run's peak)."""
+    per-document counts were about 11 MB under the vector build (the run's peak)."""
     from tessera.store.index import TenantIndex
 
     ws.tenant("acme", DOCS)

@@ -6,6 +6,7 @@ to the same version number; the sampled offsets are checked against the source e
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from tessera.pipeline import verified
+from tessera.pipeline.checks import VerifyInputs
 from tessera.pipeline.run import verify_step
 from tests.conftest import Workspace
 
@@ -112,21 +114,23 @@ def test_a_damaged_or_foreign_file_means_the_whole_pass(
 
 
 def test_the_key_names_everything_the_pass_depends_on() -> None:
-    base = ("t@3:2026-12-07T07:00:00.000001", "acme", 64, {"a.md": "r1", "b.md": "r2"}, {"c.md"}, 25)
-    key = verified.verify_key(*base)
-    assert verified.verify_key(base[0], "acme", 64, {"b.md": "r2", "a.md": "r1"}, {"c.md"}, 25) == key
+    commit = "t@3:2026-12-07T07:00:00.000001"
+    base = VerifyInputs("acme", 64, {"a.md": "r1", "b.md": "r2"}, {"c.md"}, 25)
+    key = verified.verify_key(commit, base)
+    reordered = VerifyInputs("acme", 64, {"b.md": "r2", "a.md": "r1"}, {"c.md"}, 25)
+    assert verified.verify_key(commit, reordered) == key
     changes = [
-        ("t@3:2026-12-07T07:00:00.000002", "acme", 64, base[3], base[4], 25),  # same number, other commit
-        (base[0], "globex", 64, base[3], base[4], 25),
-        (base[0], "acme", 32, base[3], base[4], 25),
-        (base[0], "acme", 64, {"a.md": "r1", "b.md": "r3"}, base[4], 25),  # a revision
-        (base[0], "acme", 64, {"a.md": "r1"}, base[4], 25),  # a document gone
-        (base[0], "acme", 64, {"a.md": "r1", "b.md": "r2", "c.md": "r9"}, base[4], 25),
-        (base[0], "acme", 64, base[3], set(), 25),  # quarantine
-        (base[0], "acme", 64, base[3], base[4], 26),
-        (base[0], "acme", 64, {"a.md": "r1b", ".md": "r2"}, base[4], 25),  # no concatenation aliasing
+        ("t@3:2026-12-07T07:00:00.000002", base),  # the same version number, another commit
+        (commit, replace(base, tenant="globex")),
+        (commit, replace(base, dimension=32)),
+        (commit, replace(base, revisions={"a.md": "r1", "b.md": "r3"})),  # a revision
+        (commit, replace(base, revisions={"a.md": "r1"})),  # a document gone
+        (commit, replace(base, revisions={"a.md": "r1", "b.md": "r2", "c.md": "r9"})),
+        (commit, replace(base, quarantined=set())),
+        (commit, replace(base, sample_size=26)),
+        (commit, replace(base, revisions={"a.md": "r1b", ".md": "r2"})),  # no concatenation aliasing
     ]
-    keys = {verified.verify_key(*c) for c in changes}  # type: ignore[arg-type]
+    keys = {verified.verify_key(c, inputs) for c, inputs in changes}
     assert key not in keys and len(keys) == len(changes)
 
 
