@@ -13,6 +13,8 @@ from tessera.config_values import boolean, check_keys, choice, integer, mapping,
 
 EXECUTORS = ("inline", "process", "ray")
 ARROW_POOLS = ("system", "default")
+MMAP_THRESHOLD_MAX = 32 << 20
+"""The largest mmap threshold glibc accepts on a 64-bit system (half its 64 MiB arena heap)."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,9 @@ class ExecutionConfig:
     ``ray_address``: an existing cluster (``ray://host:10001`` or ``auto``); empty starts a
     local one. ``malloc_arenas``: the most C heaps (glibc malloc arenas) a run's process
     keeps; 0 leaves the C library's default (see :func:`tessera.store.memory.limit_malloc_arenas`).
+    ``mmap_threshold``: the size in bytes from which a run's process maps each C-heap block on
+    its own and unmaps it when freed; 0 leaves glibc's sliding threshold (see
+    :func:`tessera.store.memory.fix_mmap_threshold`).
     ``arrow_pool``: where a run's process allocates Arrow memory, "system" (the C heap) or
     "default" (pyarrow's own choice; see :func:`tessera.store.memory.use_arrow_pool`).
     ``embed_during_chunk``: when the chunk step runs on workers, its own process embeds the
@@ -38,6 +43,7 @@ class ExecutionConfig:
     batch_bytes: int = 131072
     ray_address: str = ""
     malloc_arenas: int = 2
+    mmap_threshold: int = 4 << 20
     arrow_pool: str = "system"
     embed_during_chunk: bool = True
 
@@ -54,6 +60,7 @@ def parse_execution(data: Mapping[str, Any] | None, key: str = "execution") -> E
         batch_bytes=integer(m, "batch_bytes", key, d.batch_bytes, 0, 1 << 40),
         ray_address=string(m, "ray_address", key, d.ray_address),
         malloc_arenas=integer(m, "malloc_arenas", key, d.malloc_arenas, 0, 1024),
+        mmap_threshold=integer(m, "mmap_threshold", key, d.mmap_threshold, 0, MMAP_THRESHOLD_MAX),
         arrow_pool=choice(m, "arrow_pool", key, d.arrow_pool, ARROW_POOLS),
         embed_during_chunk=boolean(m, "embed_during_chunk", key, d.embed_during_chunk),
     )

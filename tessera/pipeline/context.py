@@ -30,7 +30,7 @@ from tessera.store.blobs import BlobStore
 from tessera.store.db import connect
 from tessera.store.embedding_cache import EmbeddingCache, embed_with_cache
 from tessera.store.index import TenantIndex
-from tessera.store.memory import limit_malloc_arenas, use_arrow_pool
+from tessera.store.memory import fix_mmap_threshold, limit_malloc_arenas, use_arrow_pool
 from tessera.store.probe import require_conditional_put
 from tessera.types import SourceDocument
 
@@ -66,6 +66,7 @@ class RunContext:
     def __post_init__(self) -> None:
         self.config.tenant(self.tenant)  # validates
         limit_malloc_arenas(self.config.execution.malloc_arenas)  # before Lance's threads multiply
+        fix_mmap_threshold(self.config.execution.mmap_threshold)
         use_arrow_pool(self.config.execution.arrow_pool)
         if self.doc_scope is not None and not (self.doc_scope and all(self.doc_scope)):
             raise ConfigError("doc_scope", "a restricted run names at least one document, none empty")

@@ -173,3 +173,97 @@ def test_an_unknown_pool_is_refused(ws: Workspace) -> None:
     ws.execution = {"executor": "inline", "arrow_pool": "tcmalloc"}
     with pytest.raises(ConfigError, match=r"execution\.arrow_pool"):
         ws.config()
+
+
+THRESHOLD = textwrap.dedent(
+    """
+    import ctypes, sys
+    from tessera.store.memory import fix_mmap_threshold
+
+    class Info(ctypes.Structure):
+        _fields_ = [
+            (n, ctypes.c_size_t)
+            for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                      "uordblks", "fordblks", "keepcost")
+        ]
+
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = Info
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    fixed = fix_mmap_threshold(int(sys.argv[1]))
+    mapped = []
+    for size in (int(s) for s in sys.argv[2:]):  # each block allocated, then freed
+        before = libc.mallinfo2().hblkhd
+        block = libc.malloc(size)
+        mapped.append(libc.mallinfo2().hblkhd - before >= size)
+        libc.free(block)
+    print(fixed, *mapped)
+    """
+)
+MIB = 1 << 20
+
+
+def _mapped(threshold: int, sizes: list[int], env: dict[str, str] | None = None) -> list[str]:
+    """Whether the threshold was set, then for each block whether glibc mapped it on its own."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")}
+    command = [sys.executable, "-c", THRESHOLD, str(threshold), *(str(s) for s in sizes)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=clean | (env or {}))
+    return out.stdout.split()
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's mmap threshold")
+def test_large_blocks_stay_mapped_on_their_own_after_one_is_freed() -> None:
+    # glibc's sliding threshold: the first 6 MiB block is mapped, and freeing it raises the
+    # threshold past 6 MiB, so the next one comes from the heap (where it can pin pages)
+    assert _mapped(0, [6 * MIB, 6 * MIB, 6 * MIB]) == ["False", "True", "False", "False"]
+    # a fixed threshold maps every block from it on, and only those: smaller ones stay on the heap
+    fixed = _mapped(4 * MIB, [6 * MIB, 6 * MIB, 4 * MIB + 1, 1 * MIB])
+    assert fixed == ["True", "True", "True", "True", "False"]
+    assert _mapped(32 * MIB, [6 * MIB, 40 * MIB]) == ["True", "False", "True"]  # glibc's largest
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's mmap threshold")
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"MALLOC_MMAP_THRESHOLD_": str(64 << 10)},
+        {"GLIBC_TUNABLES": f"glibc.malloc.mmap_threshold={64 << 10}"},
+    ],
+)
+def test_the_operators_threshold_wins(env: dict[str, str]) -> None:
+    # glibc applied the environment's 64 KiB (fixed too: a freed block does not raise it)
+    assert _mapped(4 * MIB, [1 * MIB, 1 * MIB, 128 << 10], env) == ["False", "True", "True", "True"]
+
+
+def test_a_threshold_above_glibcs_limit_is_refused() -> None:
+    from tessera.store.memory import fix_mmap_threshold
+
+    with pytest.raises(ValueError, match="above glibc's limit"):
+        fix_mmap_threshold(32 * MIB + 1)
+    assert fix_mmap_threshold(0) is False  # glibc's own sliding threshold: nothing to set
+
+
+def test_a_run_fixes_the_threshold_from_its_configuration(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tessera.pipeline.context as context
+
+    calls: list[int] = []
+    monkeypatch.setattr(context, "fix_mmap_threshold", calls.append)
+    ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
+    ws.context("acme")
+    ws.execution = {"executor": "inline", "mmap_threshold": 0}
+    ws.context("acme")
+    ws.execution = {"executor": "inline", "mmap_threshold": 32 * MIB}
+    ws.context("acme")
+    assert calls == [4 * MIB, 0, 32 * MIB]
+
+
+@pytest.mark.parametrize("bad", [-1, 32 * MIB + 1, "4194304", True, 1.5])
+def test_a_bad_threshold_names_its_key(ws: Workspace, bad: object) -> None:
+    ws.tenant("acme", {"a.md": "# A\n\ntext\n"})
+    ws.execution = {"executor": "inline", "mmap_threshold": bad}
+    with pytest.raises(ConfigError, match=r"execution\.mmap_threshold"):
+        ws.config()
