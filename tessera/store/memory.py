@@ -32,7 +32,7 @@ builds on a 400,000-row table, in a fresh process (152 MB at the start), measure
 :func:`fix_mmap_threshold` stops glibc's sliding mmap threshold. glibc maps a block of 128 KiB
 or more on its own, but each such block freed raises the threshold to its size (up to 32 MiB),
 so once Lance's large buffers have come and gone the next ones are carved from the arena
-heaps, and the few small blocks that outlive them between there keep pages resident that
+heaps, where small blocks that outlive them in between can keep pages resident that
 ``malloc_trim`` cannot hand back. A run's process keeps the threshold at 4 MiB
 (``execution.mmap_threshold``). The publish step alone on the staged rows of 100,000 documents
 (400,005 rows), each in a fresh process: peak 597 / 600 MB with the sliding threshold, 551 MB
@@ -131,12 +131,12 @@ def fix_mmap_threshold(nbytes: int) -> bool:
 
     glibc starts at 128 KiB and raises the threshold to the size of each mapped block that is
     freed (up to 32 MiB), so after the first large buffers the next ones come from the arena
-    heaps, where a few long-lived small blocks between them keep their pages resident through
+    heaps, where long-lived small blocks in between can keep their pages resident through
     ``malloc_trim``. A fixed threshold keeps large buffers out of the heaps for good."""
-    if nbytes <= 0 or _LIBC is None or not hasattr(_LIBC, "mallopt") or _threshold_from_environment():
+    if not 0 <= nbytes <= MMAP_THRESHOLD_MAX:
+        raise ValueError(f"mmap threshold {nbytes} is outside 0 to glibc's limit of {MMAP_THRESHOLD_MAX}")
+    if nbytes == 0 or _LIBC is None or not hasattr(_LIBC, "mallopt") or _threshold_from_environment():
         return False
-    if nbytes > MMAP_THRESHOLD_MAX:
-        raise ValueError(f"mmap threshold {nbytes} is above glibc's limit of {MMAP_THRESHOLD_MAX} bytes")
     done = bool(_LIBC.mallopt(M_MMAP_THRESHOLD, nbytes))
     if not done:
         log.warning("mallopt(M_MMAP_THRESHOLD, %d) refused: the C heap keeps its sliding threshold", nbytes)

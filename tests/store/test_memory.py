@@ -240,8 +240,9 @@ def test_the_operators_threshold_wins(env: dict[str, str]) -> None:
 def test_a_threshold_above_glibcs_limit_is_refused() -> None:
     from tessera.store.memory import fix_mmap_threshold
 
-    with pytest.raises(ValueError, match="above glibc's limit"):
-        fix_mmap_threshold(32 * MIB + 1)
+    for bad in (32 * MIB + 1, -1):  # refused before anything else, glibc or not
+        with pytest.raises(ValueError, match="outside 0 to glibc's limit"):
+            fix_mmap_threshold(bad)
     assert fix_mmap_threshold(0) is False  # glibc's own sliding threshold: nothing to set
 
 
