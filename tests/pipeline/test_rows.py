@@ -96,9 +96,12 @@ def test_whole_runs_publish_identical_tables_either_way(
 
 def _holding(doc_ids: set[str], at_least: int) -> list[str]:
     """Live sets, frozensets and dicts (Counters included) that hold ``at_least`` of
-    ``doc_ids``, and live :class:`StagedRows`, by type name."""
+    ``doc_ids``, and live :class:`StagedRows`, by type name. Garbage is collected first: an
+    earlier test's publish that raised leaves its frame, and its rows, in a traceback's cycle
+    until the collector runs (a CI run found one; nothing refers to it)."""
     import gc
 
+    gc.collect()
     found = []
     for o in gc.get_objects():
         if isinstance(o, StagedRows):
