@@ -6,8 +6,8 @@ pass over the key columns, two filtered counts, the schema) answer from the comm
 what it is checked against alone: the listing's revisions, the quarantined documents, the
 tenant, the vector dimension, the sample size and the checks' own version. A pass is kept in
 ``<work_dir>/<tenant>/verified.json`` under a SHA-256 of all of these, the commit named by
-table, version number and commit time (a table dropped and built again to the same number has
-another commit time; every write, restore or index change is a new version). A run whose key
+table, version number and commit time (:func:`tessera.store.manifest.commit_key`, which the
+publish's fence uses too). A run whose key
 matches takes the rows and sampled ids from it instead of reading the table: a no-op at
 10,000 documents (40,000 rows) took 0.593 s against 0.733 s (medians of 3, `bench/HISTORY.md`).
 The sampled rows' offsets are still checked against the stored source on every verify, and
@@ -30,6 +30,7 @@ from typing import Any
 
 from tessera.pipeline.checks import KeyChecks, VerifyInputs, key_checks, offset_checks
 from tessera.store.blobs import BlobStore
+from tessera.store.manifest import commit_key
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +38,6 @@ VERIFIED_FILE = "verified.json"
 CHECKS_VERSION = 1
 """Part of the key: raised whenever :func:`key_checks` checks something new, so a pass of the
 checks before is not taken for one of the new."""
-
-
-def commit_identity(table: Any) -> str | None:
-    """``name@version:commit time`` of the version ``table`` reads (None: not in its list)."""
-    version = int(table.version)
-    found = next((v for v in table.list_versions() if int(v["version"]) == version), None)
-    return None if found is None else f"{table.name}@{version}:{found['timestamp'].isoformat()}"
 
 
 def verify_key(commit: str, inputs: VerifyInputs) -> str:
@@ -91,7 +85,7 @@ def verify_published(
 ) -> tuple[list[str], dict[str, int]]:
     """:func:`tessera.pipeline.checks.check_published`, with the whole-table pass taken from
     ``path`` when it passed on this commit against these inputs, and kept there when it passes."""
-    commit = commit_identity(table)
+    commit = commit_key(table)  # name, version and commit time, from the loaded manifest
     key = commit and verify_key(commit, inputs)
     found = recall(path, key) if key else None
     problems: list[str] = []

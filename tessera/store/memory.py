@@ -115,12 +115,8 @@ def limit_malloc_arenas(arenas: int) -> bool:
     the environment (glibc has read it; the operator's choice wins). glibc fixes its limit the
     first time a ninth arena is wanted, so a call before a process's threads multiply caps
     them all; a later one still stops new arenas. No effect off glibc."""
-    if arenas <= 0 or _LIBC is None or "MALLOC_ARENA_MAX" in os.environ or not hasattr(_LIBC, "mallopt"):
-        return False
-    done = bool(_LIBC.mallopt(M_ARENA_MAX, arenas))
-    if not done:
-        log.warning("mallopt(M_ARENA_MAX, %d) refused: the C heap keeps its default arenas", arenas)
-    return done
+    operator = "MALLOC_ARENA_MAX" in os.environ
+    return _mallopt(M_ARENA_MAX, "M_ARENA_MAX", arenas, operator, "its default arenas")
 
 
 def fix_mmap_threshold(nbytes: int) -> bool:
@@ -135,18 +131,21 @@ def fix_mmap_threshold(nbytes: int) -> bool:
     ``malloc_trim``. A fixed threshold keeps large buffers out of the heaps for good."""
     if not 0 <= nbytes <= MMAP_THRESHOLD_MAX:
         raise ValueError(f"mmap threshold {nbytes} is outside 0 to glibc's limit of {MMAP_THRESHOLD_MAX}")
-    if nbytes == 0 or _LIBC is None or not hasattr(_LIBC, "mallopt") or _threshold_from_environment():
-        return False
-    done = bool(_LIBC.mallopt(M_MMAP_THRESHOLD, nbytes))
-    if not done:
-        log.warning("mallopt(M_MMAP_THRESHOLD, %d) refused: the C heap keeps its sliding threshold", nbytes)
-    return done
-
-
-def _threshold_from_environment() -> bool:
-    return "MALLOC_MMAP_THRESHOLD_" in os.environ or "glibc.malloc.mmap_threshold" in os.environ.get(
+    operator = "MALLOC_MMAP_THRESHOLD_" in os.environ or "glibc.malloc.mmap_threshold" in os.environ.get(
         "GLIBC_TUNABLES", ""
     )
+    return _mallopt(M_MMAP_THRESHOLD, "M_MMAP_THRESHOLD", nbytes, operator, "its sliding threshold")
+
+
+def _mallopt(param: int, name: str, value: int, operator: bool, otherwise: str) -> bool:
+    """``mallopt(param, value)``; whether it was set. Nothing for a value of 0 or less, off
+    glibc, or when the operator set the parameter in the environment (glibc has read it)."""
+    if value <= 0 or operator or _LIBC is None or not hasattr(_LIBC, "mallopt"):
+        return False
+    done = bool(_LIBC.mallopt(param, value))
+    if not done:
+        log.warning("mallopt(%s, %d) refused: the C heap keeps %s", name, value, otherwise)
+    return done
 
 
 def release_memory() -> None:

@@ -138,8 +138,8 @@ def test_a_table_built_again_to_the_same_version_number_is_another_commit(tmp_pa
     db = lancedb.connect(str(tmp_path / "db"))
     data = pa.table({"id": ["a", "b"]})
     first = db.create_table("t", data)
-    was = verified.commit_identity(first)
+    was = verified.commit_key(first)
     db.drop_table("t")
     again = db.create_table("t", data)
-    now = verified.commit_identity(again)
+    now = verified.commit_key(again)
     assert was and now and int(first.version) == int(again.version) and was != now
