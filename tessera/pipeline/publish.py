@@ -106,15 +106,17 @@ def publish_step(rc: RunContext) -> dict[str, Any]:
     with tenant_lock(rc.config.store.work_dir / "_locks", rc.tenant):
         if scope and not _committed_nothing_since(rc, data):
             _fence(rc, data, docs, scope)
-        rows = staged.reader(scope - relabel)
+        rows = staged.reader(scope - relabel if relabel else scope)  # not a copy of every id
         if scope & relabel:  # read under the lock, after the fencing check: the state planned from
             rows = _with_relabelled(rc, rows, scope & relabel, docs)
         if scope <= relabel:  # every live row of every document in scope: none can go
             rows = replace(rows, whole=True)
         # what the commit no longer needs goes before its index builds allocate (at 100,000
         # documents the replaced set, the guard's counts and the staged per-document counts:
-        # about 11 MB of hash tables under the vector build, the run's peak)
+        # about 11 MB of hash tables under the vector build, the run's peak; the listing's
+        # lookup by id, another 11 MB, is built again if a later step asks)
         staged.drop_counts()
+        docs.drop_lookup()
         del replaced, new_chunks, staged
         result = rc.index.publish(rows, scope, rc.run_id, rc.chunk_context.config_hash)
         queue = update_queue(rc)  # the failed-document queue, once the publish committed

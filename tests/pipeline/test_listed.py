@@ -56,6 +56,12 @@ def test_every_document_reads_back_equal_to_the_dict_of_the_list(docs: list[Sour
     assert listed.revisions() == {i: d.revision for i, d in want.items()}
     assert "never listed" not in listed and listed.get("never listed") is None
     assert dict(pickle.loads(pickle.dumps(listed))) == want  # a context crosses to workers
+    listed.drop_lookup()  # the publish drops the lookup by id; a later step gets it back whole
+    assert "_row" not in vars(listed) and listed.revisions() == {i: d.revision for i, d in want.items()}
+    assert "_row" not in vars(listed)  # revisions never needed it
+    assert dict(listed) == want and list(listed) == list(want) and "_row" in vars(listed)
+    listed.drop_lookup()
+    assert all(doc_id in listed for doc_id in want) and "never listed" not in listed
 
 
 def test_the_stored_hash_is_the_documents_own() -> None:

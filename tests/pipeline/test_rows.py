@@ -135,9 +135,55 @@ def test_the_index_builds_run_without_the_commits_sets_of_every_document(
     monkeypatch.setattr(TenantIndex, "publish", probed)
     out = ws.run("acme")
     assert out["publish"]["committed"] and out["publish"]["docs_changed"] >= len(DOCS) - 2
-    # left: the publish's scope, the reader's (the scope less relabels) and its doc ids, and
-    # the staged rows it reads, counts dropped (the code before: the Counter and the replaced
-    # set as well; the guard's dict of counts, str to int, is one the collector does not track)
-    assert seen == [["StagedRows", "frozenset", "set", "set"]]
+    # left: the publish's scope (the reader's too, when nothing is relabelled) and the reader's
+    # doc ids, and the staged rows it reads, counts dropped (the code before: the Counter and the
+    # replaced set as well, and before that a copy of the scope for the reader; the guard's dict
+    # of counts, str to int, is one the collector does not track)
+    assert seen == [["StagedRows", "frozenset", "set"]]
     indexed = {r["doc_id"] for r in ws.rows("acme")}  # the work itself is whole
+    assert len(indexed) >= len(DOCS) - 2 and indexed <= set(DOCS)
+
+
+def test_under_the_index_builds_the_ids_are_held_once_and_the_lookup_is_gone(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the publish builds its indexes (the run's peak at 100,000 documents), the commit's
+    ids are the scope's own strings (not a second copy from the staged counts), the listing's
+    lookup by id (a dict and a string per document) is dropped, and nothing else holds the
+    documents' ids; a later run, which needs the lookup, plans and publishes as before."""
+    from tessera.pipeline.listed import ListedDocuments
+    from tessera.store.index import TenantIndex
+
+    src = ws.tenant("acme", DOCS)
+    publish, refresh = TenantIndex.publish, TenantIndex._refresh_indexes
+    shared: list[bool] = []
+    held: list[tuple[list[str], list[bool]]] = []
+
+    def at_entry(self: TenantIndex, rows: Any, scope: set[str], *args: Any) -> Any:
+        own = {d: d for d in scope}
+        shared.append(bool(rows.doc_ids) and all(own[d] is d for d in rows.doc_ids))
+        del own
+        return publish(self, rows, scope, *args)
+
+    def at_builds(self: TenantIndex, table: Any) -> Any:
+        import gc
+
+        census = sorted(_holding(set(DOCS), len(DOCS) - 2))  # collects garbage first
+        held.append((census, ["_row" in vars(o) for o in gc.get_objects() if isinstance(o, ListedDocuments)]))
+        return refresh(self, table)
+
+    monkeypatch.setattr(TenantIndex, "publish", at_entry)
+    monkeypatch.setattr(TenantIndex, "_refresh_indexes", at_builds)
+    first = ws.run("acme", "r1")["publish"]
+    assert first["committed"] and first["docs_changed"] >= len(DOCS) - 2
+    assert shared == [True]
+    assert held == [(["StagedRows", "frozenset", "set"], [False])]  # the listing is held, its lookup not
+    for name in ("guide/00.md", "guide/01.md"):  # a second run, of two changed documents
+        text = DOCS[name]
+        assert isinstance(text, str)
+        (src / name).write_text(text + "\n\nA paragraph added later.\n", encoding="utf-8")
+    second = ws.run("acme", "r2")["publish"]
+    assert second["committed"] and second["docs_changed"] == 2 and shared == [True, True]
+    assert held[1] == (["StagedRows"], [False])  # the reader's rows; no set of every document
+    indexed = {r["doc_id"] for r in ws.rows("acme")}
     assert len(indexed) >= len(DOCS) - 2 and indexed <= set(DOCS)

@@ -131,3 +131,27 @@ def test_indexes_built_on_their_own_connection_are_in_the_published_version(tmp_
     assert second.version > first.version
     assert index.last_indexes.get("embedding_text") == "updated"  # folded, not rebuilt
     assert len(_ids(index)) == 42 and _ids(index)[-2:] == ["b.md-0", "b.md-1"]
+
+
+def test_a_first_build_never_spells_its_scope_as_an_in_list(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty table has nothing to match: the scope's ``IN`` list (DataFusion planning one of
+    100,000 ids took 140 MB, and its text was held under the index builds) is made only once
+    the table has rows, and then a document's rows are still replaced, not appended twice."""
+    import tessera.store.index as index_module
+
+    spelled: list[int] = []
+    in_list = index_module._in_list
+
+    def counted(values: list[str]) -> str:
+        spelled.append(len(values))
+        return in_list(values)
+
+    monkeypatch.setattr(index_module, "_in_list", counted)
+    index = TenantIndex(connect(str(tmp_path / "db")), "acme", "m-1", 4)
+    first = index.publish(pa.concat_tables([_rows("a.md", 2), _rows("b.md", 2)]), {"a.md", "b.md"}, "r1", "h")
+    assert first.committed and first.inserted == 4 and spelled == []
+    second = index.publish(_rows("a.md", 1, checksum="new"), {"a.md"}, "r2", "h")
+    assert (second.updated, second.deleted) == (1, 1) and spelled == [1]
+    assert _ids(index) == ["a.md-0", "b.md-0", "b.md-1"]
