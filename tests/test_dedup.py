@@ -529,3 +529,39 @@ def test_the_duplicate_key_counts_words_as_every_word_of_the_text_would(text: st
     change with that (short texts, word boundaries of every kind, unicode word characters)."""
     enough = len(re.findall(r"\w+", text)) >= MIN_DEDUP_WORDS
     assert dedup_key(text) == (text_checksum(text) if enough else None)
+
+
+def test_without_live_rows_the_staged_columns_are_clustered_as_they_are(tmp_path: Any) -> None:
+    """A run that replaces every document has no live candidates: the outcomes are the entry
+    API's, whether the chunks came in one batch or many, and the merge clusters the staged
+    columns themselves (a copy of each was 120 bytes a chunk more at the chunk step's peak);
+    with live rows the merged columns are new arrays, the staged ones untouched."""
+    from tessera.chunking.dedup_columns import SketchColumns, dedupe_columns, live_columns, merge
+
+    cfg = DedupConfig(threshold=0.8)
+    hasher = MinHasher.of(cfg)
+    texts = [paragraph(i, words=80) for i in range(30)]
+    texts += [edit_one_word(texts[3], 40), texts[5], "# Guide", "", texts[7], edit_one_word(texts[11], 50)]
+    staged = [Entry(f"s{i:02d}", f"d{i % 5}", i, t) for i, t in enumerate(texts)]
+    expected = dedupe(staged, cfg, lambda _keys: [])
+    assert expected.near_duplicates >= 2 and expected.exact_duplicates >= 2
+    for size in (len(staged), 4):
+        cols = SketchColumns(hasher, tmp_path / f"sigs-{size}.u32")
+        for i in range(0, len(staged), size):
+            part = staged[i : i + size]
+            sketches = [sketch(e.text, hasher) for e in part]
+            cols.add([e.doc_id for e in part], [e.position for e in part], sketches)
+        got = cols.close()
+        before = [a.copy() for a in (got.checksum, got.keyed, got.signed, got.bands, got.position)]
+        m = merge(got, hasher)
+        assert m.checksum is got.checksum and m.keyed is got.keyed and m.n_live == 0
+        rep = dedupe_columns(got, hasher)
+        assert rep.exact_duplicates == expected.exact_duplicates and len(rep.near) == expected.near_duplicates
+        for i, e in enumerate(staged):
+            o = expected.outcomes[e.id]
+            assert rep.outcome(i) == (o.group, o.near_duplicate, o.bands)
+        live = live_columns([("live.md", 0, edit_one_word(texts[9], 20))], hasher)
+        with_live = merge(got, hasher, live)
+        assert with_live.checksum is not got.checksum and len(with_live.checksum) == len(staged) + 1
+        after = (got.checksum, got.keyed, got.signed, got.bands, got.position)
+        assert all((a == b).all() for a, b in zip(before, after, strict=True))
