@@ -1,6 +1,7 @@
 """Tenants are dynamic partitions, added from the configuration file by a sensor or the CLI."""
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from dagster import (
@@ -20,6 +21,7 @@ from tessera.errors import (
     PermanentEmbeddingError,
     StalePlanError,
 )
+from tessera.pipeline.footprint import measured
 from tessera.pipeline.run import RunContext
 from tessera.store.memory import release_memory
 
@@ -41,7 +43,9 @@ def counts(summary: dict[str, Any]) -> dict[str, Any]:
     """Numbers and short strings of a summary as Dagster metadata."""
     out: dict[str, Any] = {}
     for key, value in summary.items():
-        if isinstance(value, bool | int | float | str):
+        if key == "memory" and isinstance(value, dict):  # numbers, which Dagster plots by run
+            out.update({k: v for k, v in value.items() if isinstance(v, int | float)})
+        elif isinstance(value, bool | int | float | str):
             out[key] = value
         elif isinstance(value, dict | list):
             out[key] = MetadataValue.json(value)
@@ -61,9 +65,12 @@ def allow_mass_delete(context: Any) -> bool:
 
 
 def call_step(step: Callable[[RunContext], dict[str, Any]], rc: RunContext) -> dict[str, Any]:
-    """Run a core step; errors that a retry cannot fix fail without spending retries."""
+    """Run a core step; errors that a retry cannot fix fail without spending retries. The
+    summary carries the step's ``memory`` footprint (:mod:`tessera.pipeline.footprint`), which
+    :func:`counts` makes the asset's metadata."""
+    name = getattr(step, "__name__", "step").removesuffix("_step")
     try:
-        return step(rc)
+        return measured(rc.tenant, name, partial(step, rc))
     except PERMANENT as e:
         raise Failure(description=f"{type(e).__name__}: {e}", allow_retries=False) from e
     finally:

@@ -16,6 +16,7 @@ from pipelines.noop import LiveTenant, RememberedQuery, up_to_date
 from tessera.cli_search import print_hits
 from tessera.config import TesseraConfig, load_config
 from tessera.embedding.base import Embedder
+from tessera.pipeline.footprint import peak_step
 from tessera.pipeline.progress import printing_progress
 from tessera.search import principal_from_config, search
 
@@ -100,7 +101,9 @@ def run_all(
             why = failures[0].event_specific_data.error.message.strip() if failures else "run failed"  # type: ignore[union-attr]
             results[tenant] = {"run_id": res.run_id, "error": why}
             continue
-        print(f"{tenant}: done in {time.perf_counter() - started:.1f} s (run {res.run_id})", flush=True)
+        memory = {step: res.output_for_node(node).get("memory") for step, node in STEP_NODES.items()}
+        took = time.perf_counter() - started
+        print(f"{tenant}: done in {took:.1f} s (run {res.run_id}); {peak_line(memory)}", flush=True)
         results[tenant] = {
             "run_id": res.run_id,
             "listing": res.output_for_node("source_listing"),
@@ -109,6 +112,24 @@ def run_all(
             "publish": res.output_for_node("published_index"),
         }
     return results
+
+
+STEP_NODES = {
+    "list": "source_listing",
+    "parse": "parsed_documents",
+    "chunk": "document_chunks",
+    "embed": "chunk_embeddings",
+    "publish": "published_index",
+}
+
+
+def peak_line(memory: dict[str, Any]) -> str:
+    """Which step set the process's peak memory in this tenant's run (``tessera.pipeline.footprint``)."""
+    found = peak_step({step: m for step, m in memory.items() if m})
+    if found is None:
+        return "peak RSS set before this tenant"
+    step, peak = found
+    return f"peak RSS {peak:.0f} MB, set in its {step} step"
 
 
 def print_summary(results: dict[str, dict[str, Any]]) -> None:

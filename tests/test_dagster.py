@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from dagster import (
     DagsterInstance,
+    MetadataValue,
     build_asset_context,
     build_sensor_context,
     materialize,
@@ -16,6 +17,7 @@ from assets import INDEXING_ASSETS, INDEXING_CHECKS, tenant_partitions
 from assets.chunk_embeddings import chunk_embeddings
 from assets.document_chunks import document_chunks
 from assets.parsed_documents import parsed_documents
+from assets.partitions import counts
 from assets.published_index import published_index
 from assets.source_listing import source_listing
 from pipelines.definitions import build_definitions
@@ -116,6 +118,10 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     assert report.exists() and "guide.md" in report.read_text()
     sample = mats[0].metadata["provenance_sample"].value
     assert "| chunk | document |" in sample and "guide.md @" in sample
+    nodes = ("source_listing", "parsed_documents", "document_chunks", "chunk_embeddings", "published_index")
+    for node in nodes:
+        metadata = first.asset_materializations_for_node(node)[0].metadata  # each step's footprint
+        assert metadata["peak_rss_mb"].value > 0 and metadata["raised_peak_mb"].value >= 0, node
     assert ws.table("globex") is None  # another tenant's partition is never touched
     second = materialize(
         [*INDEXING_ASSETS, *INDEXING_CHECKS], partition_key="acme", instance=instance, resources=resources
@@ -123,6 +129,20 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
     again = second.output_for_node("published_index")
     assert again["committed"] is False and again["version"] == pub["version"]
     assert second.output_for_node("chunk_embeddings")["embedded"] == 0
+
+
+def test_a_footprint_becomes_numbers_dagster_can_plot_and_nothing_else_changes() -> None:
+    summary = {
+        "documents": 2,
+        "complete": True,
+        "failures": {"failed": 0},
+        "memory": {"peak_rss_mb": 412.5, "raised_peak_mb": 0.0, "rss_mb": None},
+    }
+    metadata = counts(summary)
+    assert metadata["peak_rss_mb"] == 412.5 and metadata["raised_peak_mb"] == 0.0
+    assert "rss_mb" not in metadata and "memory" not in metadata  # unknown is left out, not 0
+    assert metadata["documents"] == 2 and metadata["complete"] is True
+    assert metadata["failures"] == MetadataValue.json({"failed": 0})
 
 
 def test_sensor_adds_configured_tenants(ws) -> None:  # type: ignore[no-untyped-def]

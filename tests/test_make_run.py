@@ -5,6 +5,7 @@ search still answers (its query vector remembered per model)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,10 @@ def test_any_change_runs_the_job(first: Any, change: str) -> None:
 def test_always_runs_the_job_and_the_driver_knows_the_bundled_config(first: Any) -> None:
     out = _subprocess_main(first, "--always")
     assert "acme: indexing through Dagster" in out and "acme publish: nothing changed" in out
+    steps = "|".join(make_run.STEP_NODES)  # the done line says where the process peaked
+    assert re.search(
+        rf"acme: done in [\d.]+ s \(run \S+\); peak RSS (\d+ MB, set in its ({steps}) step|set before)", out
+    )
     assert make_run.BUNDLED_CONFIG == BUNDLED_CONFIG  # one path, declared twice (no Dagster import)
 
 
@@ -103,3 +108,12 @@ def test_the_remembered_query_vector_is_keyed_by_model_and_text(tmp_path: Path) 
     path.write_text("{not json")  # a damaged file is only a miss
     assert np.array_equal(RememberedQuery(Counting(), path).embed_query("pager tool"), first)
     assert calls == ["pager tool", "other question", "other question", "pager tool"]
+
+
+def test_the_done_line_names_the_step_that_set_the_peak() -> None:
+    def m(peak: float, raised: float) -> dict[str, float]:
+        return {"peak_rss_mb": peak, "raised_peak_mb": raised}
+
+    memory = {"list": m(300.2, 40), "parse": m(350, 49.8), "chunk": m(352.4, 2.4), "publish": m(352.9, 0.5)}
+    assert make_run.peak_line(memory) == "peak RSS 353 MB, set in its chunk step"
+    assert make_run.peak_line({"list": m(900, 0), "publish": None}) == "peak RSS set before this tenant"

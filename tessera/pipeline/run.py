@@ -15,6 +15,7 @@ from typing import Any
 from tessera.errors import StalePlanError
 from tessera.pipeline.context import RunContext as RunContext
 from tessera.pipeline.cutover import cutover_step
+from tessera.pipeline.footprint import footprint_since, log_footprint, measured, peak_rss_mb
 from tessera.pipeline.listing import list_step as list_step
 from tessera.pipeline.publish import candidate_scope as candidate_scope
 from tessera.pipeline.publish import gate_step as gate_step
@@ -36,6 +37,9 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
     A publish refused because another writer changed the live index after this run planned
     (:class:`StalePlanError`) lists and plans again, up to ``PLAN_ATTEMPTS`` times.
 
+    Each step's summary carries its ``memory`` footprint (:mod:`tessera.pipeline.footprint`);
+    ``verify`` is its problem count and footprint.
+
     Last, the tenant's active model moves to this run's model when it is verified and complete
     (the first build, or the end of a backfill after a model change)."""
     for attempt in range(1, PLAN_ATTEMPTS + 1):
@@ -46,10 +50,10 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
             ("chunk", chunk_step),
             ("embed", embed_step),
         ):
-            out[name] = step(rc)
+            out[name] = measured(rc.tenant, name, partial(step, rc))
             release_memory()  # each step starts from what it needs, not the last step's peak
         try:
-            out["publish"] = publish_step(rc)
+            out["publish"] = measured(rc.tenant, "publish", partial(publish_step, rc))
             release_memory()
             break
         except StalePlanError:
@@ -59,5 +63,10 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
                 "tenant %s: the live index changed while run %s planned; re-planning", rc.tenant, rc.run_id
             )
             (rc.workspace / QUALITY_GATE).unlink(missing_ok=True)
-    out["cutover"] = cutover_step(rc, verify_step(rc)[0], rc.serving)
+    peak = peak_rss_mb()
+    problems = verify_step(rc)[0]
+    verified = footprint_since(peak)
+    log_footprint(rc.tenant, "verify", verified)
+    out["verify"] = {"problems": len(problems), "memory": verified.as_dict()}
+    out["cutover"] = cutover_step(rc, problems, rc.serving)
     return out
