@@ -33,11 +33,12 @@ _HIGHEST: dict[int, float] = {}
 
 def peak_rss_mb() -> float:
     """This process's peak resident memory so far: the kernel's high-water mark of its memory
-    (``VmHWM``), else ``ru_maxrss``, never lower than a peak read before. Linux keeps
-    ``ru_maxrss`` across ``exec``, and a forked child starts from its parent's resident size:
-    a child of the test run, holding 96 MB, reported the test run's size and no rise;
-    ``VmHWM`` is the process's own. The kernel updates its mark lazily (a read adds the resident size at that
-    moment, which is not kept): two reads 0.1 MB apart were seen to go down."""
+    (``VmHWM``), else ``ru_maxrss``, never lower than a peak read before.
+
+    Linux keeps ``ru_maxrss`` across ``exec``, and a forked child starts from its parent's
+    resident size: a child of the test run, holding 96 MB, reported the test run's size and no
+    rise; ``VmHWM`` is the process's own. The kernel updates its mark lazily (a read adds the
+    resident size at that moment, which is not kept): two reads 0.1 MB apart went down."""
     hwm_kb = _status_kb("VmHWM")
     peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss if hwm_kb is None else hwm_kb) / 1024.0
     pid = os.getpid()
