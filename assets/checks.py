@@ -12,10 +12,11 @@ from dagster import (
 
 from assets.chunk_embeddings import chunk_embeddings
 from assets.freshness import freshness_metadata, freshness_of
-from assets.partitions import allow_mass_delete, tenant_partitions
+from assets.partitions import allow_mass_delete, counts, tenant_partitions
 from assets.published_index import published_index
 from assets.source_listing import source_listing
 from resources.runs import ALLOW_MASS_DELETE_TAG, TenantRunResource
+from tessera.pipeline.footprint import footprint_since, log_footprint, peak_rss_mb
 from tessera.pipeline.freshness import FreshnessVerdict
 from tessera.pipeline.listing import guard_status
 from tessera.pipeline.run import gate_step, verify_step
@@ -57,11 +58,18 @@ def published_index_integrity(
 ) -> AssetCheckResult:
     """No stale ids, tenant and ACL on every row, vector dimension, sampled offsets vs source."""
     rc = tenant_run.from_manifest(published_index, context.run.run_id)
+    before = peak_rss_mb()
     problems, stats = verify_step(rc)
+    memory = footprint_since(before)  # as each asset's step reports it
+    log_footprint(rc.tenant, "verify", memory)
     return AssetCheckResult(
         passed=not problems,
         severity=AssetCheckSeverity.ERROR,
-        metadata={**stats, "problems": "\n".join(problems[:20]) or "none"},
+        metadata={
+            **stats,
+            "problems": "\n".join(problems[:20]) or "none",
+            **counts({"memory": memory.as_dict()}),
+        },
     )
 
 

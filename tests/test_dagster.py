@@ -107,6 +107,8 @@ def test_materialize_one_partition_then_noop(ws) -> None:  # type: ignore[no-unt
         "published_index_integrity",
     }
     assert all(c.passed for c in checks)
+    integrity = next(c for c in checks if c.check_name == "published_index_integrity")
+    assert integrity.metadata["peak_rss_mb"].value > 0  # verify's footprint, as the steps report theirs
     pub = first.output_for_node("published_index")
     assert pub["committed"] and pub["version"] is not None
     mats = first.asset_materializations_for_node("published_index")
