@@ -1,4 +1,5 @@
 import warnings
+from functools import partial
 from typing import Any
 
 from dagster import (
@@ -16,7 +17,7 @@ from assets.partitions import allow_mass_delete, counts, tenant_partitions
 from assets.published_index import published_index
 from assets.source_listing import source_listing
 from resources.runs import ALLOW_MASS_DELETE_TAG, TenantRunResource
-from tessera.pipeline.footprint import footprint_since, log_footprint, peak_rss_mb
+from tessera.pipeline.footprint import with_footprint
 from tessera.pipeline.freshness import FreshnessVerdict
 from tessera.pipeline.listing import guard_status
 from tessera.pipeline.run import gate_step, verify_step
@@ -58,10 +59,7 @@ def published_index_integrity(
 ) -> AssetCheckResult:
     """No stale ids, tenant and ACL on every row, vector dimension, sampled offsets vs source."""
     rc = tenant_run.from_manifest(published_index, context.run.run_id)
-    before = peak_rss_mb()
-    problems, stats = verify_step(rc)
-    memory = footprint_since(before)  # as each asset's step reports it
-    log_footprint(rc.tenant, "verify", memory)
+    (problems, stats), memory = with_footprint(rc.tenant, "verify", partial(verify_step, rc))
     return AssetCheckResult(
         passed=not problems,
         severity=AssetCheckSeverity.ERROR,

@@ -94,11 +94,7 @@ class SketchColumns:
         # columns are never all held at once (120 bytes a chunk: 48 MB at 400,000 chunks)
         parts = [list(c) for c in zip(*self._parts, strict=True)]
         self._parts = []
-        joined = []
-        for i in range(len(parts)):
-            joined.append(_joined(parts[i]))
-            parts[i] = []
-        chk, keyed, signed, bands, doc, pos = joined
+        chk, keyed, signed, bands, doc, pos = [_joined(parts.pop(0)) for _ in range(len(parts))]
         return Columns(chk, keyed, signed, bands, doc, pos, self.docs, self._rows)
 
     def _rows(self, ix: Ints) -> npt.NDArray[np.uint32]:

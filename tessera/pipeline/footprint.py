@@ -22,10 +22,11 @@ import resource
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tessera.pipeline.progress import log as progress_log
 
+T = TypeVar("T")
 STATUS = Path("/proc/self/status")
 _HIGHEST: dict[int, float] = {}
 """The highest peak read, by process id (a forked child reads its own; see :func:`peak_rss_mb`)."""
@@ -76,22 +77,23 @@ class Footprint:
         return {k: (None if v is None else round(v, 1)) for k, v in asdict(self).items()}
 
 
+def with_footprint(tenant: str, name: str, work: Callable[[], T]) -> tuple[T, Footprint]:
+    """``work()``'s result and its :class:`Footprint`, logged."""
+    before = peak_rss_mb()
+    result = work()
+    peak = peak_rss_mb()
+    footprint = Footprint(peak, max(0.0, peak - before), resident_mb())
+    _log_footprint(tenant, name, footprint)
+    return result, footprint
+
+
 def measured(tenant: str, name: str, step: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``step()``'s summary, a new dict with its :class:`Footprint` under ``memory``, logged."""
-    before = peak_rss_mb()
-    summary = step()
-    footprint = footprint_since(before)
-    log_footprint(tenant, name, footprint)
+    summary, footprint = with_footprint(tenant, name, step)
     return {**summary, "memory": footprint.as_dict()}
 
 
-def footprint_since(peak_before: float) -> Footprint:
-    """The footprint of what ran since the peak was ``peak_before``."""
-    peak = peak_rss_mb()
-    return Footprint(peak, max(0.0, peak - peak_before), resident_mb())
-
-
-def log_footprint(tenant: str, name: str, f: Footprint) -> None:
+def _log_footprint(tenant: str, name: str, f: Footprint) -> None:
     resident = "" if f.rss_mb is None else f", {f.rss_mb:.0f} MB resident at its end"
     progress_log.debug(
         "%s %s: peak RSS %.0f MB (raised by %.0f MB in this step)%s",

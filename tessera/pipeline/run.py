@@ -15,7 +15,7 @@ from typing import Any
 from tessera.errors import StalePlanError
 from tessera.pipeline.context import RunContext as RunContext
 from tessera.pipeline.cutover import cutover_step
-from tessera.pipeline.footprint import footprint_since, log_footprint, measured, peak_rss_mb
+from tessera.pipeline.footprint import measured, with_footprint
 from tessera.pipeline.listing import list_step as list_step
 from tessera.pipeline.publish import candidate_scope as candidate_scope
 from tessera.pipeline.publish import gate_step as gate_step
@@ -63,10 +63,7 @@ def run_tenant(rc: RunContext) -> dict[str, Any]:
                 "tenant %s: the live index changed while run %s planned; re-planning", rc.tenant, rc.run_id
             )
             (rc.workspace / QUALITY_GATE).unlink(missing_ok=True)
-    peak = peak_rss_mb()
-    problems = verify_step(rc)[0]
-    verified = footprint_since(peak)
-    log_footprint(rc.tenant, "verify", verified)
+    (problems, _), verified = with_footprint(rc.tenant, "verify", partial(verify_step, rc))
     out["verify"] = {"problems": len(problems), "memory": verified.as_dict()}
     out["cutover"] = cutover_step(rc, problems, rc.serving)
     return out
