@@ -158,7 +158,7 @@ def _sequence(docs: int) -> dict[str, dict[str, Any]]:
     return phases
 
 
-def _median_phase(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def median_phase(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The first repeat's counts, with the median seconds and peak RSS of all repeats."""
     return {
         **runs[0],
@@ -180,7 +180,7 @@ def main() -> int:
         print(json.dumps(phase(args.phase, Path(args.root))))
         return 0
     runs = [_sequence(args.docs) for _ in range(args.repeats)]
-    phases = {name: _median_phase([r[name] for r in runs]) for name in PHASES}
+    phases = {name: median_phase([r[name] for r in runs]) for name in PHASES}
     full = phases["full"]["seconds"]
     ratios = {k: round(phases[k]["seconds"] / full, 4) for k in PHASES[1:]}
     result = {
