@@ -11,7 +11,9 @@ BENCHES = [
     "bench.noop_rerun",
     "bench.import_cost",  # what a process pays to import the store, the CLI and the definitions
     "bench.incremental_cost",
-    "bench.memory_scaling",  # about 20 minutes: a 100,000-document full run
+    # about 35 minutes on a 2-core machine: three 100,000-document full runs, each after a
+    # 10,000-document one; the ratio of the medians and each pair's (one pair is too noisy)
+    "bench.memory_scaling --repeats 3",
     "bench.listing_cost",
     "bench.parallel_scaling",
     "bench.parallel_scaling --docs 10000 --repeats 3 --name parallel_scaling_10k",  # about 4 minutes
