@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import resource
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -28,6 +27,7 @@ from tessera.parsing.base import get_parser
 from tessera.parsing.dispatch import parse_document
 from tessera.parsing.validity import check_text_bytes
 from tessera.pipeline import parse_cache
+from tessera.pipeline.footprint import peak_rss_mb  # the worker's own peak, not its parent's
 from tessera.pipeline.staging import chunk_batch
 from tessera.serde import parsed_from_json, parsed_to_json
 from tessera.store.blobs import BlobStore
@@ -120,11 +120,6 @@ def _parse_one(task: ParseTask, doc: SourceDocument) -> ParseOutcome:
     t = result.trust
     trust = (t.hidden_dropped, t.instructions_dropped, len(t.hidden_spans))
     return ParseOutcome(doc.doc_id, None, warnings, trust, cached is not None)
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of the process doing the work (a worker, or the step's own)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 @dataclass(frozen=True)
