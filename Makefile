@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup run test test-slow lint typecheck bench dev clean ocr browser ldap faketime reliability lock
+.PHONY: setup run test test-slow lint typecheck bench bench-deps dev clean ocr browser ldap faketime reliability lock
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(MAKE) --no-print-directory ocr
@@ -75,7 +75,17 @@ test-slow: $(STAMP)
 reliability: $(STAMP) browser ldap faketime
 	$(BIN)/python -m pytest -q -p no:cacheprovider -p tests.scoreboard --require-all-scenarios -m scenario
 
-bench: $(STAMP)
+# The benchmarks' and `tessera eval`'s peers (Chonkie, LangChain, the HTML extractors): the
+# venv's own pip 23.2 stops with an internal error on lxml[html_clean] / lxml[html-clean].
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --disable-pip-version-check -q "pip>=24"
+	$(BIN)/pip install --disable-pip-version-check -q -c requirements.lock -e ".[dev,bench]"
+	@touch $(BENCH_STAMP)
+
+bench-deps: $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench.run_all
 
 dev: $(STAMP)
