@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tessera.errors import TesseraError
+from tessera.evaluation.chunking.folders import by_folder, folder_table
 
 if TYPE_CHECKING:
     from tessera.embedding.base import Embedder
@@ -83,7 +84,8 @@ def table(report: dict[str, Any]) -> str:
         cells = " | ".join(_cells(r[m], keys) for m in modes)
         lines.append(f"| {name} | {r['chunks']} | {r['mean_tokens']} | {cells} | {cost['embedded_tokens']} | "
                      f"{cost['stored_vectors']} | {ms} |")  # fmt: skip
-    lines += ["", loco_table(report), "", fusion_table(report)]
+    for part in (folder_table(report), loco_table(report), fusion_table(report)):
+        lines += ["", part] if part else []
     return "\n".join(lines).rstrip()
 
 
@@ -235,11 +237,15 @@ def evaluate_folders(
 
     if questions is not None and len(corpus_dirs) != 1:
         raise EvaluationError("--questions needs exactly one --corpus")
-    corpus = pool([load_corpus(d, questions) for d in corpus_dirs])
+    loaded = [load_corpus(d, questions) for d in corpus_dirs]
+    corpus = pool(loaded)
     cache_dir.mkdir(parents=True, exist_ok=True)
     embedding = Embedding(embedder, EmbeddingCache(connect(str(cache_dir)), "eval", embedder.identity))
     report = run_sweep(corpus, embedding, load_counter(model_path), model_path, settings, log)
     report["corpus_folders"] = [str(d) for d in corpus_dirs]
+    report["folders"] = {str(d): sorted(c.texts) for d, c in zip(corpus_dirs, loaded, strict=True)}
+    everyone = [*report["peers"], *report["rows"]]
+    report["pooled_by_folder"] = by_folder(everyone, report["folders"], settings.modes)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")  # before plots
     grid = [r for r in report["rows"] if r["strategy"] in settings.strategies]
