@@ -279,3 +279,15 @@ def test_recommended_profile_is_the_default() -> None:
     data = json.loads(report.read_text("utf-8"))
     assert parse_chunking(data["recommended"]["config"]).as_dict() == RECOMMENDED
     assert data["selection"]["recommended"] == data["recommended"]["name"]  # the out-of-sample choice
+
+
+def test_the_committed_report_md_is_its_report_json() -> None:
+    """``docs/eval/chunking/report.md`` is what ``table`` writes from the ``report.json`` beside
+    it, so the two cannot tell different stories (a hand-edited or stale report.md fails)."""
+    folder = ROOT / "docs" / "eval" / "chunking"
+    if not (folder / "report.json").exists():
+        pytest.skip("no committed chunking report")
+    data = json.loads((folder / "report.json").read_text("utf-8"))
+    assert (folder / "report.md").read_text("utf-8") == table(data) + "\n"
+    for name in data["plots"] + data["heatmaps"]:
+        assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
