@@ -4,8 +4,8 @@ The Chroma study states its targets on its own corpora pooled (``../shared/data/
 three of its five); the development folders of other genres would hide how a profile does
 there. Each folder's value is the mean over its questions, as the pooled value is over all
 questions: the per-corpus means weighted by their question counts, so within 0.01 of the
-pooled value (both sides are rounded to 0.01). Nothing here influences a choice: the selection stays
-leave-one-corpus-out over all corpora (``loco``).
+pooled value (both sides are rounded to 0.01). Nothing here influences a choice: the selection
+stays leave-one-corpus-out over all corpora (``loco``).
 """
 
 from __future__ import annotations
