@@ -291,3 +291,29 @@ def test_the_committed_report_md_is_its_report_json() -> None:
     assert (folder / "report.md").read_text("utf-8") == table(data) + "\n"
     for name in data["plots"] + data["heatmaps"]:
         assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+
+
+def test_one_profile_on_new_corpora_is_scored_without_choosing_again(
+    tmp_path: Path, counter: HFTokenCounter, model_path: Path
+) -> None:
+    """The README's confirmation run: the default alone, on one corpus or several, is every
+    fold's choice, so the held-out table scores it on each corpus as it is."""
+    root = _corpus(tmp_path / "data")
+    embedder = HashEmbedder(dimension=64)
+    cache = EmbeddingCache(connect(str(tmp_path / "cache")), "eval", embedder.identity)
+    embedding = Embedding(embedder, cache)
+    settings = SweepSettings(strategies=("structural",), sizes=(224,), overlaps=(0,), extra=(), peers=(),
+                             sentence_ablation=False, fusion_study=False)  # fmt: skip
+    for ids in (("alpha", "beta"), ("alpha",)):
+        corpus = load_corpus(root)
+        corpus = replace(corpus, files={c: corpus.files[c] for c in ids}, raw={c: corpus.raw[c] for c in ids},
+                         texts={c: corpus.texts[c] for c in ids},
+                         questions=tuple(q for q in corpus.questions if q.corpus in ids))  # fmt: skip
+        report = run_sweep(corpus, embedding, counter, model_path, settings)
+        [row] = report["rows"]
+        assert row["name"] == "structural-224-0" and parse_chunking(row["config"]).as_dict() == RECOMMENDED
+        sel = report["selection"]
+        assert [f["held_out"] for f in sel["folds"]] == list(ids)
+        assert all(f["chosen"] == "structural-224-0" for f in sel["folds"])
+        for f in sel["folds"]:
+            assert f["scores"]["hybrid"] == row["per_corpus"][f["held_out"]]["hybrid"]
