@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tessera.errors import TesseraError
+from tessera.evaluation.chunking.acceptance import acceptance_table
 from tessera.evaluation.chunking.folders import by_folder, folder_table
 
 if TYPE_CHECKING:
@@ -64,7 +65,8 @@ def _cells(s: dict[str, Any], keys: Sequence[str]) -> str:
 
 def table(report: dict[str, Any]) -> str:
     """Markdown: every profile and peer pooled (recall, IoU, token-level, equal budget, cost),
-    then the leave-one-corpus-out table (held-out choice vs every peer, per corpus)."""
+    then per folder, the leave-one-corpus-out table (held-out choice vs every peer, per corpus),
+    every profile counted as the acceptance counts, and the fusion study."""
     modes = report["modes"]
     rec = (report.get("recommended") or {}).get("name")
     b = report["token_budget"]
@@ -84,7 +86,7 @@ def table(report: dict[str, Any]) -> str:
         cells = " | ".join(_cells(r[m], keys) for m in modes)
         lines.append(f"| {name} | {r['chunks']} | {r['mean_tokens']} | {cells} | {cost['embedded_tokens']} | "
                      f"{cost['stored_vectors']} | {ms} |")  # fmt: skip
-    for part in (folder_table(report), loco_table(report), fusion_table(report)):
+    for part in (folder_table(report), loco_table(report), acceptance_table(report), fusion_table(report)):
         lines += ["", part] if part else []
     return "\n".join(lines).rstrip()
 

@@ -38,7 +38,7 @@ def macro(row: Mapping[str, Any], corpora: Sequence[str], mode: str) -> dict[str
     return {m: mean(float(per[c][mode][m]) for c in corpora) for m in METRICS if m in per[corpora[0]][mode]}
 
 
-def _view(row: Mapping[str, Any], corpora: Sequence[str], modes: Sequence[str]) -> dict[str, Any]:
+def view(row: Mapping[str, Any], corpora: Sequence[str], modes: Sequence[str]) -> dict[str, Any]:
     return {"name": row["name"], **{m: macro(row, corpora, m) for m in modes}}
 
 
@@ -67,10 +67,10 @@ def choose(
     modes: Sequence[str],
 ) -> str:
     """The name of the profile the rule picks using only ``corpora`` (see the module doc)."""
-    pviews = [_view(p, corpora, modes) for p in peers]
+    pviews = [view(p, corpora, modes) for p in peers]
 
     def key(r: Mapping[str, Any]) -> tuple[bool, int, float, float]:
-        v = _view(r, corpora, modes)
+        v = view(r, corpora, modes)
         if not pviews:
             return True, 0, 0.0, sum(v[m]["recall"] + v[m]["iou"] for m in modes)
         margin = min(frontier.margins(v, pviews, modes).values())
@@ -85,7 +85,7 @@ def corpora_ahead(
 ) -> int:
     """On how many of ``corpora`` ``row`` is ahead of every peer in every mode (:func:`ahead`)."""
     return sum(
-        all(ahead(_view(row, [c], modes), [_view(p, [c], modes) for p in peers], modes).values())
+        all(ahead(view(row, [c], modes), [view(p, [c], modes) for p in peers], modes).values())
         for c in corpora
     )
 
