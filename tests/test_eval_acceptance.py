@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tessera.evaluation.chunking.acceptance import acceptance_table, count, counts
+from tessera.evaluation.chunking.cli import table
 from tests.test_eval_loco import CORPORA, PEERS, row
 
 MODES = ["dense", "hybrid"]
@@ -70,3 +72,18 @@ def test_nothing_to_count_gives_no_table() -> None:
     data = report([row("only", {c: (84.0, 7.0) for c in CORPORA})])
     assert acceptance_table({**data, "peers": []}) == ""
     assert acceptance_table({**data, "corpora": {}}) == ""
+
+
+def test_an_ablation_twin_is_listed_once_even_read_back_from_json() -> None:
+    # the ablation's twin is a sweep row: the same object in a fresh report, an equal copy in
+    # one read back from report.json; both the profile table and the count list it once
+    twin = row("twin", {c: (84.0, 7.0) for c in CORPORA})
+    for r in [twin, *PEERS]:
+        r.update(chunks=1, mean_tokens=1.0, cost={"search_ms": {m: 1.0 for m in MODES},
+                                                  "embedded_tokens": 1, "stored_vectors": 1})  # fmt: skip
+        for m in MODES:
+            r[m] = r["per_corpus"]["a"][m]
+    fresh = {**report([twin], ablation=[twin]), "token_budget": 640}
+    for data in (fresh, json.loads(json.dumps(fresh))):
+        assert [c.name for c in counts(data)] == ["twin"]
+        assert table(data).count("| **twin** (recommended) |") == 1

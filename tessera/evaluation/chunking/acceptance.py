@@ -48,16 +48,21 @@ def count(
     )
 
 
+def profile_rows(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The sweep's rows, then the ablation rows not among them (the ablation's twin may be a
+    sweep row: the same object in a fresh report, the same name once read back from JSON)."""
+    names = {r["name"] for r in report["rows"]}
+    return [*report["rows"], *(r for r in report.get("ablation", []) if r["name"] not in names)]
+
+
 def counts(report: Mapping[str, Any]) -> list[Count]:
-    """Every profile of ``report`` (rows, then ablation rows not among them) counted; empty
-    without peers or per-corpus scores."""
+    """Every profile of ``report`` (:func:`profile_rows`) counted; empty without peers or
+    per-corpus scores."""
     peers = report.get("peers") or []
     corpora = list(report.get("corpora") or {})
     if not peers or not corpora:
         return []
-    names = {r["name"] for r in report["rows"]}
-    rows = [*report["rows"], *(r for r in report.get("ablation", []) if r["name"] not in names)]
-    return [count(r, peers, corpora, report["modes"]) for r in rows]
+    return [count(r, peers, corpora, report["modes"]) for r in profile_rows(report)]
 
 
 def acceptance_table(report: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tessera.errors import TesseraError
-from tessera.evaluation.chunking.acceptance import acceptance_table
+from tessera.evaluation.chunking.acceptance import acceptance_table, profile_rows
 from tessera.evaluation.chunking.folders import by_folder, folder_table
 
 if TYPE_CHECKING:
@@ -77,9 +77,7 @@ def table(report: dict[str, Any]) -> str:
     )
     lines = [head, "|" + "---|" * (3 + 5 * len(modes) + 3)]
     keys = ("recall", "iou", "token_recall", "token_iou", "recall_at_budget")
-    for r in [*report["peers"], *report["rows"], *report.get("ablation", [])]:
-        if any(r is x for x in report["rows"]) and r in report.get("ablation", []):
-            continue
+    for r in [*report["peers"], *profile_rows(report)]:
         name = f"**{r['name']}** (recommended)" if r["name"] == rec else r["name"]
         cost = r["cost"]
         ms = "/".join(f"{cost['search_ms'][m]:.0f}" for m in modes)
